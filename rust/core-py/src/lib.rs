@@ -1,0 +1,130 @@
+//! `sglang_mm_core._native`: thin bindings over `mm-kernels`. Every call that touches pixels or
+//! bytes releases the GIL; argument parsing and array wrapping stay here, logic stays in Rust.
+
+use mm_kernels::decode::{self, Alpha, DecodeOptions};
+use mm_kernels::resize::{self, PassOrder, Resample};
+use mm_kernels::{b64, dims, hash, Par};
+use mm_pyglue::{array_from_vec, rgb_view, to_pyerr};
+use numpy::{PyArrayDyn, PyReadonlyArray3};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+/// Borrow `bytes` without copying; other bytes-like objects (bytearray, memoryview) are
+/// snapshotted into `bytes` first, since abi3 for Python 3.10 has no buffer protocol and a
+/// mutable buffer must not change under a kernel running without the GIL.
+fn with_bytes<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return Ok(f(b.as_bytes()));
+    }
+    let builtins = obj.py().import("builtins")?;
+    let snapshot = builtins.getattr("bytes")?.call1((obj,))?;
+    let b = snapshot.cast::<PyBytes>()?;
+    Ok(f(b.as_bytes()))
+}
+
+#[pyfunction]
+#[pyo3(signature = (data, alpha="white", exif_orientation=true, max_pixels=decode::DEFAULT_MAX_PIXELS, max_side=decode::DEFAULT_MAX_SIDE))]
+fn image_decode_rgb<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    alpha: &str,
+    exif_orientation: bool,
+    max_pixels: u64,
+    max_side: u32,
+) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
+    let alpha = Alpha::parse(alpha).map_err(|e| to_pyerr(py, e))?;
+    let opts = DecodeOptions { alpha, exif_orientation, max_pixels, max_side };
+    let img = with_bytes(data, |bytes| py.detach(|| decode::decode_rgb(bytes, &opts)))?
+        .map_err(|e| to_pyerr(py, e))?;
+    array_from_vec(py, img.data, &[img.height, img.width, 3])
+}
+
+#[pyfunction]
+#[pyo3(signature = (data, exif_orientation=true))]
+fn image_dimensions(py: Python<'_>, data: &Bound<'_, PyAny>, exif_orientation: bool) -> PyResult<(u32, u32)> {
+    with_bytes(data, |bytes| decode::image_dimensions(bytes, exif_orientation))?
+        .map_err(|e| to_pyerr(py, e))
+}
+
+#[pyfunction]
+#[pyo3(signature = (arr, out_w, out_h, resample="pil_lanczos", pass_order="pillow13", threads=1))]
+fn resize_rgb<'py>(
+    py: Python<'py>,
+    arr: PyReadonlyArray3<'py, u8>,
+    out_w: usize,
+    out_h: usize,
+    resample: &str,
+    pass_order: &str,
+    threads: usize,
+) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
+    let resample = Resample::parse(resample).map_err(|e| to_pyerr(py, e))?;
+    let order = PassOrder::parse(pass_order).map_err(|e| to_pyerr(py, e))?;
+    let view = rgb_view(&arr).map_err(|e| to_pyerr(py, e))?;
+    let par = Par::new(threads);
+    let out = py
+        .detach(|| resize::resize_rgb(view, out_w, out_h, resample, order, &par))
+        .map_err(|e| to_pyerr(py, e))?;
+    array_from_vec(py, out.data, &[out.height, out.width, 3])
+}
+
+#[pyfunction]
+#[pyo3(signature = (w, h, frac, cap=None))]
+fn scaled_dims(w: u32, h: u32, frac: f64, cap: Option<u32>) -> (u32, u32) {
+    dims::scaled_dims(w, h, frac, cap)
+}
+
+#[pyfunction]
+fn content_hash(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
+    with_bytes(data, |bytes| {
+        if bytes.len() > 1 << 16 {
+            py.detach(|| hash::content_hash(bytes))
+        } else {
+            hash::content_hash(bytes)
+        }
+    })
+}
+
+#[pyfunction]
+fn blake3_hex(data: &Bound<'_, PyAny>) -> PyResult<String> {
+    with_bytes(data, hash::blake3_hex)
+}
+
+#[pyfunction]
+fn base64_decoded_len(data: &Bound<'_, PyAny>) -> PyResult<usize> {
+    if let Ok(s) = data.extract::<&str>() {
+        return Ok(b64::decoded_len(s.as_bytes()));
+    }
+    with_bytes(data, b64::decoded_len)
+}
+
+#[pyfunction]
+fn base64_decode<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    let decoded = if let Ok(s) = data.extract::<&str>() {
+        py.detach(|| b64::base64_decode(s.as_bytes()))
+    } else {
+        with_bytes(data, |bytes| py.detach(|| b64::base64_decode(bytes)))?
+    }
+    .map_err(|e| to_pyerr(py, e))?;
+    Ok(PyBytes::new(py, &decoded))
+}
+
+/// Whether this build can spawn kernel threads (the `parallel` feature of mm-kernels).
+#[pyfunction]
+fn parallel_enabled() -> bool {
+    Par::new(2).threads() > 1
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(image_decode_rgb, m)?)?;
+    m.add_function(wrap_pyfunction!(image_dimensions, m)?)?;
+    m.add_function(wrap_pyfunction!(resize_rgb, m)?)?;
+    m.add_function(wrap_pyfunction!(scaled_dims, m)?)?;
+    m.add_function(wrap_pyfunction!(content_hash, m)?)?;
+    m.add_function(wrap_pyfunction!(blake3_hex, m)?)?;
+    m.add_function(wrap_pyfunction!(base64_decoded_len, m)?)?;
+    m.add_function(wrap_pyfunction!(base64_decode, m)?)?;
+    m.add_function(wrap_pyfunction!(parallel_enabled, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,132 @@
+//! The one fan-out seam. Every parallel loop in the kernels goes through [`Par`], so the thread
+//! policy (how many, or none at all) is decided in exactly one place.
+//!
+//! Without the `parallel` feature, or with `threads <= 1`, everything runs inline on the calling
+//! thread. With it, work is split into contiguous, order-preserving chunks on scoped threads:
+//! results are bit-identical for every thread count because nothing is ever reduced across
+//! chunks.
+
+/// How many threads a kernel call may use (the calling thread included).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Par {
+    threads: usize,
+}
+
+impl Default for Par {
+    fn default() -> Self {
+        Self::inline()
+    }
+}
+
+impl Par {
+    /// Run on the calling thread only.
+    pub const fn inline() -> Self {
+        Self { threads: 1 }
+    }
+
+    /// Use up to `threads` threads (0 and 1 both mean inline). Clamped to 1 when the crate is
+    /// built without the `parallel` feature.
+    pub fn new(threads: usize) -> Self {
+        let threads = if cfg!(feature = "parallel") { threads.max(1) } else { 1 };
+        Self { threads }
+    }
+
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Call `f(first_row, rows)` over `out` cut into bands of whole rows of `row_len` elements.
+    pub fn for_each_band<T, F>(&self, out: &mut [T], row_len: usize, f: F)
+    where
+        T: Send,
+        F: Fn(usize, &mut [T]) + Sync,
+    {
+        if row_len == 0 || out.is_empty() {
+            return;
+        }
+        let rows = out.len() / row_len;
+        let n = self.threads.min(rows).max(1);
+        if n == 1 {
+            f(0, out);
+            return;
+        }
+        self.spawn_bands(out, row_len, rows, n, &f);
+    }
+
+    /// Ordered map: `out[i] = f(i, &items[i])`.
+    pub fn map<I, O, F>(&self, items: &[I], f: F) -> Vec<O>
+    where
+        I: Sync,
+        O: Send,
+        F: Fn(usize, &I) -> O + Sync,
+    {
+        let n = self.threads.min(items.len()).max(1);
+        if n == 1 {
+            return items.iter().enumerate().map(|(i, it)| f(i, it)).collect();
+        }
+        let mut slots: Vec<Option<O>> = (0..items.len()).map(|_| None).collect();
+        self.spawn_bands(&mut slots, 1, items.len(), n, &|first: usize, band: &mut [Option<O>]| {
+            for (k, slot) in band.iter_mut().enumerate() {
+                *slot = Some(f(first + k, &items[first + k]));
+            }
+        });
+        slots.into_iter().flatten().collect()
+    }
+
+    #[cfg(feature = "parallel")]
+    fn spawn_bands<T, F>(&self, out: &mut [T], row_len: usize, rows: usize, n: usize, f: &F)
+    where
+        T: Send,
+        F: Fn(usize, &mut [T]) + Sync,
+    {
+        let per = rows.div_ceil(n);
+        std::thread::scope(|s| {
+            let mut chunks = out.chunks_mut(per * row_len).enumerate();
+            // The calling thread takes the first band itself instead of idling.
+            let first = chunks.next();
+            for (k, chunk) in chunks {
+                s.spawn(move || f(k * per, chunk));
+            }
+            if let Some((_, chunk)) = first {
+                f(0, chunk);
+            }
+        });
+    }
+
+    #[cfg(not(feature = "parallel"))]
+    fn spawn_bands<T, F>(&self, out: &mut [T], _row_len: usize, _rows: usize, _n: usize, f: &F)
+    where
+        T: Send,
+        F: Fn(usize, &mut [T]) + Sync,
+    {
+        f(0, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn map_preserves_order_for_every_thread_count() {
+        let items: Vec<u32> = (0..37).collect();
+        let want: Vec<u32> = items.iter().map(|x| x * 3).collect();
+        for t in 0..6 {
+            assert_eq!(Par::new(t).map(&items, |_, x| x * 3), want);
+        }
+    }
+
+    #[test]
+    fn bands_cover_every_row_once() {
+        for t in 0..5 {
+            let mut buf = vec![0usize; 7 * 4];
+            Par::new(t).for_each_band(&mut buf, 4, |first, band| {
+                for (r, row) in band.chunks_mut(4).enumerate() {
+                    row.fill(first + r + 1);
+                }
+            });
+            let rows: Vec<usize> = buf.chunks(4).map(|r| r[0]).collect();
+            assert_eq!(rows, (1..=7).collect::<Vec<_>>());
+        }
+    }
+}

@@ -1,0 +1,31 @@
+"""Type stubs of the Rust extension module (see rust/core-py)."""
+
+import numpy as np
+import numpy.typing as npt
+
+Buffer = bytes | bytearray | memoryview
+
+__version__: str
+
+def image_decode_rgb(
+    data: Buffer,
+    alpha: str = "white",
+    exif_orientation: bool = True,
+    max_pixels: int = 178956970,
+    max_side: int = 65535,
+) -> npt.NDArray[np.uint8]: ...
+def image_dimensions(data: Buffer, exif_orientation: bool = True) -> tuple[int, int]: ...
+def resize_rgb(
+    arr: npt.NDArray[np.uint8],
+    out_w: int,
+    out_h: int,
+    resample: str = "pil_lanczos",
+    pass_order: str = "pillow13",
+    threads: int = 1,
+) -> npt.NDArray[np.uint8]: ...
+def scaled_dims(w: int, h: int, frac: float, cap: int | None = None) -> tuple[int, int]: ...
+def content_hash(data: Buffer) -> int: ...
+def blake3_hex(data: Buffer) -> str: ...
+def base64_decoded_len(data: str | Buffer) -> int: ...
+def base64_decode(data: str | Buffer) -> bytes: ...
+def parallel_enabled() -> bool: ...
