@@ -45,8 +45,11 @@ class Family(ABC):
         self.params = params
 
     @abstractmethod
-    def process_item(self, image: npt.NDArray[np.uint8]) -> ProcessedItem:
-        """One decoded RGB uint8 ``[h, w, 3]`` image in, its feature, aux and geometry out."""
+    def process_item(self, image: npt.NDArray[np.uint8], *, threads: int = 1) -> ProcessedItem:
+        """One decoded RGB uint8 ``[h, w, 3]`` image in, its feature, aux and geometry out.
+
+        ``threads`` is the kernel's own row-parallel budget, granted by the driver's `par` seam
+        (1 when the driver already fans out over items); the result must not depend on it."""
 
     @abstractmethod
     def layout(
