@@ -1,0 +1,199 @@
+"""Sources that need no network: the interpretation order of a source, in-memory bytes,
+`data:` URLs, bare base64 and files (under `allow_file` and `file_root`)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+from typing import TypeAlias
+from urllib.parse import unquote, unquote_to_bytes, urlsplit
+
+from .. import _native
+from ..errors import FetchError, MmError
+from ..spec import FetchPolicy
+from .budget import Budget
+
+Source: TypeAlias = str | bytes | bytearray | memoryview | os.PathLike[str]
+Buffer: TypeAlias = bytes | bytearray | memoryview
+
+_CHUNK = 1 << 20
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_BASE64ISH = re.compile(r"[A-Za-z0-9+/]{60,}={0,2}")
+
+
+def source_kind(source: object) -> str:
+    """The kernels.md interpretation order: http(s) URL, file URL, absolute path, data: URL,
+    else bare base64. Bytes-like objects are "bytes"; anything else is "unsupported"."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return "bytes"
+    if isinstance(source, str):
+        head = source[:8].lower()
+        if head.startswith(("http://", "https://")):
+            return "http"
+        if head.startswith("file://") or source.startswith("/"):
+            return "file"
+        if head.startswith("data:"):
+            return "data_url"
+        return "base64"
+    if isinstance(source, os.PathLike):
+        return "file"
+    return "unsupported"
+
+
+def describe(source: str, limit: int = 80) -> str:
+    """A source for an error message: quoted, and cut short (it may be megabytes of base64)."""
+    return repr(source) if len(source) <= limit else repr(source[:limit]) + "..."
+
+
+def passthrough(source: Buffer, budget: Budget) -> Buffer:
+    """In-memory bytes are used as they are (no copy); only their size is charged."""
+    if isinstance(source, memoryview) and not source.c_contiguous:
+        raise FetchError("memoryview source must be C-contiguous")
+    size = source.nbytes if isinstance(source, memoryview) else len(source)
+    budget.charge(size)
+    return source
+
+
+def decode_base64(text: str, budget: Budget, what: str = "base64 source") -> bytes:
+    """Standard-alphabet base64, surrounding whitespace trimmed; the decoded size is checked
+    against the request budget before anything is decoded."""
+    budget.check_size(_native.base64_decoded_len(text), f"decoded {what}")
+    try:
+        data = _native.base64_decode(text)
+    except MmError as err:  # the kernel reports a KernelArgumentError
+        raise FetchError(f"{what} is not valid base64 ({err})") from None
+    budget.charge(len(data), f"decoded {what}")
+    return data
+
+
+def decode_data_url(url: str, budget: Budget) -> bytes:
+    """RFC 2397: `data:[<mediatype>][;base64],<data>`. With `;base64` the part after the first
+    comma is base64; without it the data is percent-encoded text, decoded as such (its size,
+    exact, is known before decoding too)."""
+    comma = url.find(",", 5)
+    if comma < 0:
+        raise FetchError("data: URL has no ',' before its data")
+    header, payload = url[5:comma], url[comma + 1 :]
+    params = [p.strip().lower() for p in header.split(";")]
+    if len(params) > 1 and params[-1] == "base64":
+        return decode_base64(payload, budget, "data: URL payload")
+    raw_len = len(payload) if payload.isascii() else len(payload.encode("utf-8"))
+    size = raw_len - 2 * len(_PERCENT_ESCAPE.findall(payload))
+    budget.check_size(size, "decoded data: URL payload")
+    data = unquote_to_bytes(payload)
+    budget.charge(len(data), "decoded data: URL payload")
+    return data
+
+
+def file_path(source: str | os.PathLike[str]) -> str:
+    """The path a file source names: a `file://` URL (local host only, percent-decoded) or a
+    path taken literally."""
+    if not isinstance(source, str):
+        return os.fspath(source)
+    if not source[:7].lower().startswith("file://"):
+        return source
+    parts = urlsplit(source)
+    if parts.netloc not in ("", "localhost"):
+        raise FetchError(f"file URL host {parts.netloc!r} is not local")
+    path = unquote(parts.path)
+    if not path.startswith("/"):
+        raise FetchError(f"file URL {describe(source)} has no absolute path")
+    return path
+
+
+def _looks_base64(source: object) -> str:
+    """A hint for a base64 string (a JPEG's starts with "/9j/") taken for a path."""
+    if isinstance(source, str) and _BASE64ISH.fullmatch(source.strip()):
+        return " (this looks like base64: send it as a data: URL)"
+    return ""
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def read_file(source: str | os.PathLike[str], policy: FetchPolicy, budget: Budget) -> bytes:
+    """Read a file under the policy, cut one byte past its cap. The file is opened first and
+    its real path checked through the open descriptor, so a symlink swapped in after the check
+    cannot escape `file_root`."""
+    if not policy.allow_file:
+        raise FetchError(
+            f"file sources are refused by fetch policy allow_file=false{_looks_base64(source)}"
+        )
+    path = file_path(source)
+    shown = describe(path)
+    root = os.path.realpath(policy.file_root) if policy.file_root is not None else None
+    if root is not None and not _inside(os.path.realpath(path), root):
+        raise FetchError(f"file {shown} is outside file_root, refused by fetch policy file_root")
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as err:
+        hint = _looks_base64(source) if err.errno == errno.ENOENT else ""
+        raise FetchError(f"cannot open file {shown}: {_reason(err)}{hint}") from None
+    except ValueError as err:  # an embedded NUL
+        raise FetchError(f"invalid file path {shown}: {err}") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise FetchError(f"file {shown} is a directory")
+        if not stat.S_ISREG(info.st_mode):
+            raise FetchError(f"file {shown} is not a regular file")
+        if root is not None and not _inside(_opened_path(fd, path), root):
+            raise FetchError(
+                f"file {shown} is outside file_root, refused by fetch policy file_root"
+            )
+        return _read_capped(fd, info.st_size, budget, shown)
+    except OSError as err:
+        raise FetchError(f"cannot read file {shown}: {_reason(err)}") from None
+    finally:
+        os.close(fd)
+
+
+def _opened_path(fd: int, path: str) -> str:
+    """The real path of an open descriptor (Linux: /proc/self/fd); elsewhere the path resolved
+    again, accepted only if it is still the very file that was opened."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        real = os.path.realpath(path)
+        a, b = os.fstat(fd), os.stat(real)
+        if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino):
+            raise FetchError(f"file {describe(path)} changed while it was opened") from None
+        return real
+
+
+def _read_capped(fd: int, size_hint: int, budget: Budget, shown: str) -> bytes:
+    cap, limit = budget.stream_cap()
+    if size_hint > cap:
+        raise budget.over_cap(limit, f"file {shown} of {size_hint} bytes")
+    chunks: list[bytes] = []
+    have = 0
+    want = size_hint + 1  # usually the whole file in one read; the +1 detects growth
+    while True:
+        chunk = os.read(fd, min(want, cap + 1 - have))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        have += len(chunk)
+        if have > cap:
+            raise budget.over_cap(limit, f"file {shown} (read {have} bytes so far)")
+        want = _CHUNK
+    data = b"".join(chunks)  # one chunk: the very same object, no copy
+    budget.charge(len(data), f"file {shown}")
+    return data
+
+
+def _reason(err: OSError) -> str:
+    reasons = {
+        errno.ENOENT: "no such file",
+        errno.EACCES: "permission denied",
+        errno.EPERM: "permission denied",
+        errno.ENOTDIR: "a path component is not a directory",
+        errno.EISDIR: "it is a directory",
+        errno.ELOOP: "too many levels of symbolic links",
+        errno.ENAMETOOLONG: "file name too long",
+    }
+    return reasons.get(err.errno or 0, err.strerror or str(err))
