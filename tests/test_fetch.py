@@ -202,10 +202,21 @@ def test_missing_file_and_directory(tree: dict[str, Path]) -> None:
         one(str(tree["inside"]) + "/x")
 
 
-def test_bare_base64_jpeg_taken_for_a_path_gets_a_hint() -> None:
-    jpeg_b64 = "/9j/4AAQSkZJRgABAQAAAQABAAD" + "A" * 80
-    with pytest.raises(FetchError, match="looks like base64: send it as a data: URL"):
-        one(jpeg_b64)
+def test_bare_base64_jpeg_is_base64_not_a_path() -> None:
+    # Every base64 JPEG starts with "/9j/": it must not be taken for an absolute path.
+    raw = bytes(range(256)) * 3
+    jpeg_like = b"\xff\xd8\xff\xe0" + raw
+    text = base64.b64encode(jpeg_like).decode()
+    assert text.startswith("/9j/")
+    assert source_kind(text) == "base64"
+    assert one(text).data == jpeg_like
+
+
+def test_existing_path_made_of_base64_characters_stays_a_file(tmp_path: Path) -> None:
+    name = tmp_path / ("A" * 64)
+    name.write_bytes(b"content")
+    assert source_kind(str(name)) == "file"
+    assert one(str(name)).data == b"content"
 
 
 def test_fifo_and_device_are_refused_without_blocking(tmp_path: Path) -> None:

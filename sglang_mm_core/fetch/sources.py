@@ -25,14 +25,22 @@ _BASE64ISH = re.compile(r"[A-Za-z0-9+/]{60,}={0,2}")
 
 def source_kind(source: object) -> str:
     """The kernels.md interpretation order: http(s) URL, file URL, absolute path, data: URL,
-    else bare base64. Bytes-like objects are "bytes"; anything else is "unsupported"."""
+    else bare base64. Bytes-like objects are "bytes"; anything else is "unsupported".
+
+    One exception to the order: every base64 JPEG starts with "/9j/", so a string starting
+    with "/" that is long, made only of base64 characters (no dot, dash or underscore, which
+    nearly every real path has) and names no existing file is taken as base64."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         return "bytes"
     if isinstance(source, str):
         head = source[:8].lower()
         if head.startswith(("http://", "https://")):
             return "http"
-        if head.startswith("file://") or source.startswith("/"):
+        if head.startswith("file://"):
+            return "file"
+        if source.startswith("/"):
+            if _BASE64ISH.fullmatch(source.strip()) and not os.path.exists(source):
+                return "base64"
             return "file"
         if head.startswith("data:"):
             return "data_url"
