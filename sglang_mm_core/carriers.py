@@ -60,7 +60,7 @@ class Tensor:
         if self.dtype == "bfloat16":
             import ml_dtypes  # type: ignore[import-not-found,import-untyped,unused-ignore]
 
-            return self.array.view(ml_dtypes.bfloat16)  # type: ignore[no-any-return]
+            return self.array.view(ml_dtypes.bfloat16)  # type: ignore[no-any-return,unused-ignore]
         return self.array
 
     def torch(self) -> Any:

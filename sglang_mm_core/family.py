@@ -31,6 +31,21 @@ class FamilyParams(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+#: ``(width, height)`` of the images the conformance suite generates by default: 1x1, odd sizes,
+#: aspect ratios up to 200:1 both ways, and a large photo-sized one.
+DEFAULT_CONFORMANCE_SIZES: tuple[tuple[int, int], ...] = (
+    (1, 1),
+    (2, 1),
+    (1, 3),
+    (7, 5),
+    (33, 17),
+    (200, 1),
+    (1, 200),
+    (641, 479),
+    (2048, 1536),
+)
+
+
 class Family(ABC):
     """Subclass per model family; instances are built by the pipeline from validated params and
     must be safe to call from many threads at once (kernels are pure and release the GIL)."""
@@ -40,6 +55,11 @@ class Family(ABC):
     capabilities: ClassVar[frozenset[str]] = frozenset({"image"})
     decode_defaults: ClassVar[DecodeDefaults] = DecodeDefaults()
     requires_images: ClassVar[bool] = False
+    #: Image sizes ``(width, height)`` the conformance suite must process successfully; narrow
+    #: it when the family refuses some sizes by design (e.g. an aspect-ratio limit).
+    conformance_sizes: ClassVar[tuple[tuple[int, int], ...]] = DEFAULT_CONFORMANCE_SIZES
+    #: Sizes the family refuses by design; the suite checks each fails with an `MmRequestError`.
+    conformance_rejected_sizes: ClassVar[tuple[tuple[int, int], ...]] = ()
 
     def __init__(self, params: FamilyParams) -> None:
         self.params = params
@@ -75,6 +95,24 @@ class Family(ABC):
     def tokens_for_dimensions(self, width: int, height: int) -> int:
         """Tokens an image of this (upright) size would take, without decoding it."""
 
+    def prompt_tokens_for_dimensions(self, width: int, height: int) -> int:
+        """Tokens the item's placeholder expands to, wrapper tokens included (an `Explicit`
+        pattern's full length); the same as `tokens_for_dimensions` for `Repeat` layouts.
+        `Pipeline.count_tokens` adds these up to give the prompt length without decoding."""
+        return self.tokens_for_dimensions(width, height)
+
+    def example_prompt(self, n_images: int) -> list[int]:
+        """A minimal valid prompt for ``n_images`` images: text ids around one placeholder per
+        image. The conformance suite and the demos build requests with it. The default uses
+        ``params.image_token_id``; override it when the layout needs more (start/end markers)."""
+        token = getattr(self.params, "image_token_id", None)
+        if not isinstance(token, int):
+            raise NotImplementedError(
+                f"family {self.name!r} has no params.image_token_id: override example_prompt"
+            )
+        text = 1 if token != 1 else 2
+        return [text, text] + [tok for _ in range(n_images) for tok in (token, text)]
+
     @classmethod
     def spec_from_hf(
         cls, preprocessor_config: dict[str, Any], config: dict[str, Any]
@@ -83,4 +121,4 @@ class Family(ABC):
         raise NotImplementedError(f"family {cls.name!r} has no spec_from_hf")
 
 
-__all__ = ["DecodeDefaults", "Family", "FamilyParams"]
+__all__ = ["DEFAULT_CONFORMANCE_SIZES", "DecodeDefaults", "Family", "FamilyParams"]

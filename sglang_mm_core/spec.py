@@ -1,11 +1,24 @@
 """The spec document (design.md section 5): pydantic models, validated as a whole before any
-request is served. The family's own ``params`` are validated by its ``Params`` model."""
+request is served. The family's own ``params`` are validated by its ``Params`` model, so a bad
+spec fails at load time with every invalid field named, never at request time."""
 
 from __future__ import annotations
 
-from typing import Literal
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from . import _native
+from .errors import SpecError
+from .family import Family, FamilyParams
+
+if TYPE_CHECKING:
+    from .driver import Pipeline
+    from .registry import Registry
 
 
 class _Strict(BaseModel):
@@ -26,13 +39,20 @@ class Limits(_Strict):
         178_956_970, gt=0, description="Most pixels of one decoded image (Pillow's bomb limit)."
     )
     max_image_side: int = Field(65_535, gt=0, description="Longest side of one decoded image.")
+    max_body_bytes: int = Field(
+        67_108_864, gt=0, description="Most bytes of one HTTP request body (the server's cap)."
+    )
 
 
 class DecodeOptions(_Strict):
     """Colour and orientation handling; a field left out takes the family's default."""
 
-    alpha: Literal["white", "drop"] | None = None
-    exif_orientation: bool | None = None
+    alpha: Literal["white", "drop"] | None = Field(
+        None, description="Alpha handling; null = the family's reference behaviour."
+    )
+    exif_orientation: bool | None = Field(
+        None, description="Apply the EXIF orientation tag; null = the family's default."
+    )
 
 
 class FetchPolicy(_Strict):
@@ -45,3 +65,179 @@ class FetchPolicy(_Strict):
     file_root: str | None = None
     allowed_domains: list[str] | None = None
     allow_private_networks: bool = True
+
+
+class Spec(_Strict):
+    """The whole spec document. ``params`` stays a plain mapping here because its model depends
+    on ``family``; `load_spec` validates it against the family's ``Params``."""
+
+    family: str = Field(min_length=1, description="Name of an installed family.")
+    params: dict[str, Any] = Field(default_factory=dict, description="The family's Params.")
+    limits: Limits = Field(default_factory=Limits)
+    decode: DecodeOptions = Field(default_factory=DecodeOptions)
+    fetch: FetchPolicy = Field(default_factory=FetchPolicy)
+    threads: int | None = Field(
+        None,
+        ge=0,
+        description="Worker threads; null = $SGL_MM_THREADS, else min(8, cores); 0 = inline.",
+    )
+
+
+def _canonical(doc: Any) -> str:
+    return json.dumps(
+        doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+@dataclass(frozen=True)
+class ResolvedSpec:
+    """A validated spec bound to its family: params parsed, decode defaults filled in.
+
+    ``canonical_json`` is the whole resolved document (every default written out, keys sorted,
+    no whitespace), so two spellings of one spec give one text. The fingerprint covers only the
+    parts that decide the output (``family``, ``params``, ``decode``): limits, fetch policy and
+    threads change whether or how fast a request is served, never its features, so a cache
+    keyed on ``(spec_fingerprint, content hash)`` is shared across them."""
+
+    spec: Spec
+    family: type[Family]
+    params: FamilyParams
+
+    @property
+    def canonical_json(self) -> str:
+        return _canonical(self.spec.model_dump(mode="json"))
+
+    @property
+    def fingerprint_json(self) -> str:
+        return _canonical(self.spec.model_dump(mode="json", include={"family", "params", "decode"}))
+
+    @property
+    def fingerprint(self) -> str:
+        return _native.blake3_hex(self.fingerprint_json.encode())
+
+
+def spec_fingerprint(spec: ResolvedSpec) -> str:
+    """BLAKE3 hex of the canonical JSON of the spec's output-defining part."""
+    return spec.fingerprint
+
+
+def format_validation_error(err: ValidationError, prefix: str = "") -> list[str]:
+    """One ``field.path: message`` line per invalid field."""
+    lines = []
+    for e in err.errors(include_url=False):
+        loc = ".".join(str(p) for p in (prefix, *e["loc"]) if p != "")
+        lines.append(f"{loc or '(document)'}: {e['msg']}")
+    return lines
+
+
+def read_spec_document(spec: str | bytes | Mapping[str, Any] | Path) -> dict[str, Any]:
+    """The raw document: a mapping as is; bytes, or a string starting with ``{`` or ``[``, as
+    JSON text; any other string, or a `Path`, as the path of a JSON file."""
+    if isinstance(spec, Mapping):
+        return dict(spec)
+    origin = "spec"
+    if isinstance(spec, Path) or (
+        isinstance(spec, str) and not spec.lstrip().startswith(("{", "["))
+    ):
+        path = Path(spec)
+        try:
+            text: str | bytes = path.read_bytes()
+        except OSError as e:
+            raise SpecError(f"cannot read spec file {str(path)!r}: {e.strerror or e}") from None
+        origin = f"spec file {str(path)!r}"
+    else:
+        text = spec
+    try:
+        doc = json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise SpecError(f"{origin} is not valid JSON: {e}") from None
+    if not isinstance(doc, dict):
+        raise SpecError(f"{origin} must be a JSON object, got {type(doc).__name__}")
+    return doc
+
+
+def load_spec(
+    spec: str | bytes | Mapping[str, Any] | Path | Spec, *, registry: Registry | None = None
+) -> ResolvedSpec:
+    """Validate a whole spec document against the installed families (or ``registry``)."""
+    from .registry import default_registry
+
+    reg = registry if registry is not None else default_registry()
+    doc = spec.model_dump() if isinstance(spec, Spec) else read_spec_document(spec)
+    problems: list[str] = []
+    top: Spec | None = None
+    try:
+        top = Spec.model_validate(doc)
+    except ValidationError as e:
+        problems += format_validation_error(e)
+    name = doc.get("family")
+    family_cls = reg.get(name) if isinstance(name, str) else None
+    if isinstance(name, str) and name and family_cls is None:
+        installed = ", ".join(sorted(reg.families())) or "none"
+        raise SpecError(f"unknown family {name!r}; installed families: {installed}")
+    params: FamilyParams | None = None
+    raw_params = doc.get("params", {})
+    if family_cls is not None and isinstance(raw_params, dict):
+        try:
+            params = family_cls.Params.model_validate(raw_params)
+        except ValidationError as e:
+            problems += format_validation_error(e, prefix="params")
+    if problems:
+        raise SpecError("invalid spec: " + "; ".join(problems))
+    assert top is not None and family_cls is not None and params is not None
+    defaults = family_cls.decode_defaults
+    decode = DecodeOptions(
+        alpha=top.decode.alpha if top.decode.alpha is not None else defaults.alpha,
+        exif_orientation=(
+            top.decode.exif_orientation
+            if top.decode.exif_orientation is not None
+            else defaults.exif_orientation
+        ),
+    )
+    resolved = top.model_copy(update={"params": params.model_dump(mode="json"), "decode": decode})
+    return ResolvedSpec(resolved, family_cls, params)
+
+
+def pipeline_from_spec(
+    spec: str | bytes | Mapping[str, Any] | Path | Spec, *, registry: Registry | None = None
+) -> Pipeline:
+    """Validate a spec (JSON text, a path, bytes or a mapping) and build its `Pipeline`.
+
+    A string is JSON text when it starts with ``{``, else the path of a JSON file. The family
+    comes from the installed plugins, or from ``registry`` when given."""
+    from .driver import Pipeline
+
+    return Pipeline(load_spec(spec, registry=registry))
+
+
+def spec_json_schema(family: type[Family]) -> dict[str, Any]:
+    """JSON Schema of the whole spec document with ``family``'s params filled in."""
+    try:
+        family.Params()
+        params_default: Any = Field(default_factory=family.Params)
+    except ValidationError:
+        params_default = ...
+    only_this: Any = Literal[family.name]
+    model = create_model(
+        f"Spec_{family.name}",
+        __base__=Spec,
+        family=(only_this, ...),
+        params=(family.Params, params_default),
+    )
+    schema = model.model_json_schema()
+    schema["title"] = f"sglang-mm spec for family {family.name!r}"
+    return schema
+
+
+__all__ = [
+    "DecodeOptions",
+    "FetchPolicy",
+    "Limits",
+    "ResolvedSpec",
+    "Spec",
+    "load_spec",
+    "pipeline_from_spec",
+    "read_spec_document",
+    "spec_fingerprint",
+    "spec_json_schema",
+]

@@ -1,0 +1,110 @@
+"""What the suite checks: one family under one spec, with the registry that knows it."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..driver import Pipeline
+from ..family import Family
+from ..registry import FamilyInfo, Registry, default_registry
+from ..spec import ResolvedSpec, load_spec, read_spec_document
+
+
+class ConformanceTarget:
+    """A family under test: a spec document plus the registry that resolves its family.
+    Build one from a family class (`from_family`, registered in a private registry), from a
+    spec (`from_spec`), or for every installed family (`installed_targets`)."""
+
+    def __init__(self, spec: Mapping[str, Any], registry: Registry, id: str | None = None):
+        self.spec = dict(spec)
+        self.registry = registry
+        self.id = id or str(self.spec.get("family", "?"))
+        self._lock = threading.Lock()
+        self._resolved: ResolvedSpec | None = None
+        self._family: Family | None = None
+
+    @classmethod
+    def from_family(
+        cls, family: type[Family], params: Mapping[str, Any] | None = None
+    ) -> ConformanceTarget:
+        """A family class not (necessarily) installed: registered in a private registry."""
+        reg = Registry()
+        reg.register_family(family)
+        spec: dict[str, Any] = {"family": family.name}
+        if params is not None:
+            spec["params"] = dict(params)
+        return cls(spec, reg)
+
+    @classmethod
+    def from_spec(
+        cls, spec: str | Path | Mapping[str, Any], registry: Registry | None = None
+    ) -> ConformanceTarget:
+        doc = read_spec_document(spec)
+        return cls(doc, registry if registry is not None else default_registry())
+
+    def __repr__(self) -> str:
+        return f"ConformanceTarget({self.id!r})"
+
+    @property
+    def resolved(self) -> ResolvedSpec:
+        with self._lock:
+            if self._resolved is None:
+                self._resolved = load_spec(self.spec, registry=self.registry)
+            return self._resolved
+
+    @property
+    def family_class(self) -> type[Family]:
+        return self.resolved.family
+
+    @property
+    def family(self) -> Family:
+        """One family instance, shared by the checks (as a pipeline shares it across threads)."""
+        resolved = self.resolved
+        with self._lock:
+            if self._family is None:
+                self._family = resolved.family(resolved.params)
+            return self._family
+
+    @property
+    def info(self) -> FamilyInfo | None:
+        return self.registry.info(str(self.spec.get("family")))
+
+    @property
+    def installed(self) -> bool:
+        """Whether the family came from an installed distribution's entry point."""
+        info = self.info
+        return info is not None and info.distribution != "in-process"
+
+    def pipeline(self, threads: int | None = None) -> Pipeline:
+        """A fresh pipeline for this spec; ``threads`` overrides the spec's pool size."""
+        doc = dict(self.spec)
+        if threads is not None:
+            doc["threads"] = threads
+        return Pipeline(load_spec(doc, registry=self.registry))
+
+
+def installed_targets(
+    families: str | list[str] | None = None, registry: Registry | None = None
+) -> list[ConformanceTarget]:
+    """One target per installed family (default params), optionally only the named ones
+    (a list, or a comma-separated string)."""
+    reg = registry if registry is not None else default_registry()
+    known = reg.families()
+    if isinstance(families, str):
+        families = [f.strip() for f in families.split(",") if f.strip()]
+    names = sorted(known) if not families else families
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        from ..errors import SpecError
+
+        raise SpecError(
+            f"unknown family {', '.join(map(repr, unknown))}; installed families: "
+            f"{', '.join(sorted(known)) or 'none'}"
+        )
+    return [ConformanceTarget({"family": n}, reg) for n in names]
+
+
+__all__ = ["ConformanceTarget", "installed_targets"]

@@ -1,0 +1,417 @@
+"""The request driver and its `par` seam (design.md sections 1 and 6).
+
+The driver owns the flow: checks, fetch (inline, sequential, budgeted), then per item
+hash -> decode -> ``family.process_item`` through the one `Par` seam, then layout, expansion and
+positions. A family only describes its data. Every failure ends the request with one typed
+error naming the item; the reported error is the one of the lowest item index whatever the
+thread timing, because results are consumed in item order."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _native
+from .carriers import MmInput, MmItem, MmOutput, ProcessedItem, TokenCount
+from .errors import (
+    LimitError,
+    MmError,
+    MmRequestError,
+    PluginError,
+    SpecError,
+    UnsupportedModalityError,
+)
+from .family import Family
+from .layout import TokenLayout, apply_layout
+from .positions import MRope, Rope1D
+from .spec import ResolvedSpec
+
+THREADS_ENV = "SGL_MM_THREADS"
+MAX_DEFAULT_THREADS = 8
+
+T = TypeVar("T")
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+
+
+def resolve_threads(spec_threads: int | None) -> int:
+    """Pool size: the spec's ``threads``, else ``$SGL_MM_THREADS``, else ``min(8, cores)``;
+    0 means inline on the calling thread."""
+    if spec_threads is not None:
+        return spec_threads
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if raw:
+        try:
+            value = int(raw)
+        except ValueError:
+            value = -1
+        if value < 0:
+            raise SpecError(f"{THREADS_ENV} must be a non-negative integer, got {raw!r}")
+        return value
+    return min(MAX_DEFAULT_THREADS, os.cpu_count() or 1)
+
+
+class _Handle(Protocol[R_co]):
+    def result(self) -> R_co: ...
+    def cancel(self) -> bool: ...
+
+
+class _Inline(Generic[T, R]):
+    """A task run on the calling thread when its result is asked for, so that work after a
+    failed item of the same request is skipped rather than done."""
+
+    def __init__(self, fn: Callable[[T], R], arg: T) -> None:
+        self._fn = fn
+        self._arg = arg
+
+    def result(self) -> R:
+        return self._fn(self._arg)
+
+    def cancel(self) -> bool:
+        return True
+
+
+class Par:
+    """The one fan-out seam: how many threads, and the pool that runs them. Order-preserving
+    maps only (never reductions), so every pool size gives bit-identical output."""
+
+    def __init__(self, threads: int) -> None:
+        if threads < 0:
+            raise ValueError(f"threads must be >= 0, got {threads}")
+        self.threads = threads
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def kernel_threads(self, n_items: int) -> int:
+        """The row-parallel budget of one ``process_item`` call: spare threads go to the items
+        when a request has fewer items than the pool, so one big image still uses the cores."""
+        if self.threads <= 1 or n_items >= self.threads:
+            return 1
+        return max(1, self.threads // max(1, n_items))
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("pipeline is closed")
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="sglang-mm")
+            return self._pool
+
+    def submit(self, fn: Callable[[T], R], args: Sequence[T]) -> list[_Handle[R]]:
+        """Start ``fn`` on every arg; the handles are read in order. Inline when the pool size
+        is 0, or when there is a single task (no hand-off needed)."""
+        if self.threads == 0 or len(args) <= 1:
+            return [_Inline(fn, a) for a in args]
+        pool = self._executor()
+        futures: list[Future[R]] = [pool.submit(fn, a) for a in args]
+        return list(futures)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+@dataclass(frozen=True)
+class _Job:
+    request: int
+    item: int
+    data: bytes | bytearray | memoryview
+    kind: str
+    threads: int
+
+
+@dataclass(frozen=True)
+class _Done:
+    hash: int
+    processed: ProcessedItem
+
+
+def _as_ids(input_ids: Any) -> npt.NDArray[np.int64]:
+    ids = np.asarray(input_ids)
+    if ids.size == 0:
+        raise MmRequestError("input_ids is empty: a request needs at least one prompt token")
+    if ids.ndim != 1 or not (np.issubdtype(ids.dtype, np.integer)):
+        raise MmRequestError(
+            f"input_ids must be a flat sequence of integers, got {ids.dtype} of shape {ids.shape}"
+        )
+    return np.ascontiguousarray(ids, dtype=np.int64)
+
+
+def _attribute(err: MmError, item: int, kind: str) -> MmError:
+    """``err`` attributed to request item ``item``, keeping its traceback and cause."""
+    out = err.at_item(item, kind).with_traceback(err.__traceback__)
+    out.__cause__ = err.__cause__
+    return out
+
+
+def _plugin_error(family: Family, what: str, err: BaseException) -> PluginError:
+    out = PluginError(f"family {family.name!r} failed in {what}: {type(err).__name__}: {err}")
+    out.__cause__ = err
+    return out
+
+
+class Pipeline:
+    """A validated spec bound to its family and a thread pool; built by `pipeline_from_spec`.
+    Safe to share between threads. Close it (or use it as a context manager) to stop the pool."""
+
+    def __init__(self, spec: ResolvedSpec) -> None:
+        self.spec = spec
+        self.spec_fingerprint = spec.fingerprint
+        self.par = Par(resolve_threads(spec.spec.threads))
+        try:
+            self.family: Family = spec.family(spec.params)
+        except MmError:
+            raise
+        except Exception as e:
+            raise PluginError(
+                f"family {spec.family.name!r} could not be built from its params: "
+                f"{type(e).__name__}: {e}"
+            ) from e
+
+    # -- lifecycle -------------------------------------------------------------------------
+    @property
+    def threads(self) -> int:
+        return self.par.threads
+
+    def close(self) -> None:
+        self.par.close()
+
+    def __enter__(self) -> Pipeline:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        par = getattr(self, "par", None)
+        pool = getattr(par, "_pool", None)
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def __repr__(self) -> str:
+        return (
+            f"Pipeline(family={self.family.name!r}, threads={self.threads}, "
+            f"spec_fingerprint={self.spec_fingerprint[:12]!r}...)"
+        )
+
+    # -- public API ------------------------------------------------------------------------
+    def process(self, request: MmInput) -> MmOutput:
+        """One request in, one model-ready output out, or one `MmError` (nothing partial)."""
+        out = self.process_batch([request], return_exceptions=True)[0]
+        if isinstance(out, MmError):
+            raise out
+        return out
+
+    def process_batch(
+        self, requests: Sequence[MmInput], *, return_exceptions: bool = False
+    ) -> list[MmOutput | MmError]:
+        """Many requests, their items all fanned out through the one pool, results in order.
+
+        Each request succeeds or fails on its own. With ``return_exceptions=True`` (what a
+        server wants) a failed request's entry is its `MmError`; otherwise the error of the
+        lowest-index failed request is raised. Errors that are not `MmError` (bugs in the
+        driver itself) always propagate."""
+        ids: list[npt.NDArray[np.int64] | None] = []
+        failed: dict[int, MmError] = {}
+        fetched: list[list[tuple[bytes | bytearray | memoryview, str]]] = []
+        for r, req in enumerate(requests):
+            try:
+                req_ids = self._check(req)
+                sources = self._fetch(req)
+            except MmError as e:
+                failed[r] = e
+                req_ids, sources = None, []
+            ids.append(req_ids)
+            fetched.append(sources)
+        n_items = sum(len(f) for f in fetched)
+        kthreads = self.par.kernel_threads(n_items)
+        jobs = [
+            _Job(r, k, data, kind, kthreads)
+            for r, items in enumerate(fetched)
+            for k, (data, kind) in enumerate(items)
+        ]
+        handles = self.par.submit(self._run_item, jobs)
+        done: list[list[_Done]] = [[] for _ in requests]
+        for job, handle in zip(jobs, handles, strict=True):
+            if job.request in failed:
+                handle.cancel()
+                continue
+            res = handle.result()
+            if isinstance(res, MmError):
+                failed[job.request] = res
+            else:
+                done[job.request].append(res)
+        results: list[MmOutput | MmError] = []
+        for r, req in enumerate(requests):
+            err = failed.get(r)
+            if err is None:
+                req_ids = ids[r]
+                assert req_ids is not None
+                try:
+                    results.append(self._finish(req, req_ids, done[r]))
+                    continue
+                except MmError as e:
+                    err = e
+            if not return_exceptions:
+                raise err
+            results.append(err)
+        return results
+
+    def count_tokens(self, request: MmInput) -> TokenCount:
+        """Prompt length and per-item tokens from image headers alone (no pixel decode)."""
+        ids = self._check(request)
+        items = self._fetch(request)
+        limits = self.spec.spec.limits
+        exif = bool(self.spec.spec.decode.exif_orientation)
+        per_item: list[int] = []
+        prompt: list[int] = []
+        for k, (data, kind) in enumerate(items):
+            try:
+                w, h = _native.image_dimensions(data, exif_orientation=exif)
+                if w * h > limits.max_image_pixels or max(w, h) > limits.max_image_side:
+                    raise LimitError(
+                        f"image is {w}x{h}, over limits.max_image_pixels = "
+                        f"{limits.max_image_pixels} or limits.max_image_side = "
+                        f"{limits.max_image_side}"
+                    )
+                per_item.append(self._call(self.family.tokens_for_dimensions, w, h))
+                prompt.append(self._call(self.family.prompt_tokens_for_dimensions, w, h))
+            except MmError as e:
+                raise _attribute(e, k, kind) from e.__cause__
+        return TokenCount(len(ids) - len(items) + sum(prompt), per_item)
+
+    # -- steps -----------------------------------------------------------------------------
+    def _call(self, fn: Callable[..., R], *args: Any) -> R:
+        try:
+            return fn(*args)
+        except MmError:
+            raise
+        except Exception as e:
+            raise _plugin_error(self.family, getattr(fn, "__name__", "a hook"), e) from e
+
+    def _check(self, request: MmInput) -> npt.NDArray[np.int64]:
+        """The request checks of kernels.md "Driver checks", before any fetch."""
+        ids = _as_ids(request.input_ids)
+        if isinstance(request.images, (str, bytes, bytearray, memoryview)):
+            raise MmRequestError(
+                f"images must be a list of sources, not a single {type(request.images).__name__}"
+            )
+        n = len(request.images)
+        fam = self.family
+        if n == 0 and fam.requires_images:
+            raise MmRequestError(
+                f"request without image sources: family {fam.name!r} needs at least one image"
+            )
+        if n and "image" not in fam.capabilities:
+            raise UnsupportedModalityError(
+                f"family {fam.name!r} does not accept images (it accepts: "
+                f"{', '.join(sorted(fam.capabilities)) or 'nothing'})"
+            )
+        max_items = self.spec.spec.limits.max_items
+        if n > max_items:
+            raise LimitError(f"request has {n} image(s), over limits.max_items = {max_items}")
+        return ids
+
+    def _fetch(self, request: MmInput) -> list[tuple[bytes | bytearray | memoryview, str]]:
+        if not request.images:
+            return []
+        from .fetch import fetch_all
+
+        got = fetch_all(
+            list(request.images), policy=self.spec.spec.fetch, limits=self.spec.spec.limits
+        )
+        return [(f.data, f.kind) for f in got]
+
+    def _run_item(self, job: _Job) -> _Done | MmError:
+        """hash -> decode -> process for one item; errors come back as values, attributed."""
+        spec = self.spec.spec
+        try:
+            digest = _native.content_hash(job.data)
+            image = _native.image_decode_rgb(
+                job.data,
+                alpha=spec.decode.alpha or "white",
+                exif_orientation=bool(spec.decode.exif_orientation),
+                max_pixels=spec.limits.max_image_pixels,
+                max_side=spec.limits.max_image_side,
+            )
+            try:
+                processed = self.family.process_item(image, threads=job.threads)
+            except MmError:
+                raise
+            except Exception as e:
+                return _plugin_error(self.family, f"process_item on image {job.item}", e)
+            if not isinstance(processed, ProcessedItem):
+                return PluginError(
+                    f"family {self.family.name!r}: process_item returned "
+                    f"{type(processed).__name__}, not a ProcessedItem"
+                )
+            return _Done(digest, processed)
+        except MmError as e:
+            return _attribute(e, job.item, job.kind)
+
+    def _finish(
+        self, request: MmInput, ids: npt.NDArray[np.int64], done: Sequence[_Done]
+    ) -> MmOutput:
+        fam = self.family
+        geometries = [d.processed.geometry for d in done]
+        layout = self._call(fam.layout, ids, geometries)
+        if not isinstance(layout, TokenLayout):
+            raise PluginError(
+                f"family {fam.name!r}: layout returned {type(layout).__name__}, not a TokenLayout"
+            )
+        expanded = apply_layout(ids, layout, len(done))
+        items: list[MmItem] = []
+        for k, (d, (s, e)) in enumerate(zip(done, expanded.offsets, strict=True)):
+            tokens = self._call(fam.tokens_for, d.processed.geometry)
+            if e - s + 1 != tokens:
+                raise PluginError(
+                    f"family {fam.name!r}: layout gives image {k} {e - s + 1} token(s) but "
+                    f"tokens_for says {tokens}"
+                )
+            p = d.processed
+            items.append(MmItem(p.feature, p.aux, d.hash, p.geometry, tokens))
+        length = len(expanded.input_ids)
+        positions = self._call(
+            fam.positions, length, expanded.offsets, geometries, expanded.input_ids
+        )
+        _check_positions(fam, positions, length)
+        return MmOutput(
+            input_ids=expanded.input_ids,
+            items=items,
+            offsets=expanded.offsets,
+            positions=positions,
+            family=fam.name,
+            spec_fingerprint=self.spec_fingerprint,
+            rid=request.rid,
+        )
+
+
+def _check_positions(fam: Family, positions: object, length: int) -> None:
+    if isinstance(positions, Rope1D):
+        ok = positions.length == length
+    elif isinstance(positions, MRope):
+        p = positions.positions
+        ok = p.dtype == np.int64 and p.shape == (3, length)
+    else:
+        ok = False
+    if not ok:
+        shape = getattr(getattr(positions, "positions", None), "shape", None)
+        raise PluginError(
+            f"family {fam.name!r}: positions ({type(positions).__name__}"
+            f"{'' if shape is None else f' of shape {list(shape)}'}) do not fit the expanded "
+            f"prompt of {length} token(s)"
+        )
+
+
+__all__ = ["Par", "Pipeline", "resolve_threads"]

@@ -1,0 +1,280 @@
+"""Plugin discovery: pluggy under the project name ``sglang_mm``, entry point group
+``sglang_mm``. A plugin module implements the hook `sglang_mm_families` and returns the family
+classes it offers; the registry refuses two families with one name, naming both distributions.
+
+``SGLANG_MM_PLUGINS`` picks which entry points load: unset = all, a comma list = those entry
+point names, empty = none (a locked-down server can then register families in-process)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pluggy
+from pydantic import BaseModel
+
+from .errors import PluginError
+from .family import Family
+
+PROJECT = "sglang_mm"
+ENTRY_POINT_GROUP = "sglang_mm"
+ALLOWLIST_ENV = "SGLANG_MM_PLUGINS"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+class HookSpecs:
+    """The hooks a plugin module may implement."""
+
+    @hookspec
+    def sglang_mm_families(self) -> Sequence[type[Family]]:  # type: ignore[empty-body]
+        """The family classes this plugin offers."""
+
+
+@dataclass(frozen=True)
+class FamilyInfo:
+    """Where a family came from, for listings and error messages."""
+
+    family: type[Family]
+    plugin: str
+    distribution: str
+    version: str
+
+    @property
+    def name(self) -> str:
+        return self.family.name
+
+    @property
+    def origin(self) -> str:
+        return f"{self.distribution} {self.version}".strip() + f" (plugin {self.plugin!r})"
+
+
+@dataclass(frozen=True)
+class _EntryPoint:
+    ep: importlib.metadata.EntryPoint
+    distribution: str
+    version: str
+
+
+def _allowlist() -> set[str] | None:
+    raw = os.environ.get(ALLOWLIST_ENV)
+    if raw is None:
+        return None
+    return {name.strip() for name in raw.split(",") if name.strip()}
+
+
+def installed_entry_points() -> dict[str, _EntryPoint]:
+    """Entry points of the group by name. One name claimed by two distributions is refused here,
+    because pluggy would silently load only the first."""
+    found: dict[str, _EntryPoint] = {}
+    for dist in importlib.metadata.distributions():
+        dist_name = dist.metadata["Name"] or "?"
+        for ep in dist.entry_points:
+            if ep.group != ENTRY_POINT_GROUP:
+                continue
+            other = found.get(ep.name)
+            if other is not None and other.distribution != dist_name:
+                raise PluginError(
+                    f"entry point {ep.name!r} of group {ENTRY_POINT_GROUP!r} is declared by both "
+                    f"{other.distribution} {other.version} and {dist_name} {dist.version}"
+                )
+            if other is None:
+                found[ep.name] = _EntryPoint(ep, dist_name, dist.version)
+    return found
+
+
+def _is_family(obj: Any) -> bool:
+    return (
+        isinstance(obj, type)
+        and issubclass(obj, Family)
+        and isinstance(getattr(obj, "name", None), str)
+        and bool(obj.name)
+        and isinstance(getattr(obj, "Params", None), type)
+        and issubclass(obj.Params, BaseModel)
+    )
+
+
+class Registry:
+    """The families one process knows: installed plugins (`load_entry_points`) plus any
+    registered in-process (`register`, `register_family`)."""
+
+    def __init__(self) -> None:
+        self._pm = pluggy.PluginManager(PROJECT)
+        self._pm.add_hookspecs(HookSpecs)
+        self._origin: dict[str, tuple[str, str]] = {}  # plugin name -> (distribution, version)
+        self._families: dict[str, FamilyInfo] | None = None
+        self._lock = threading.RLock()
+
+    def load_entry_points(self) -> int:
+        """Load the installed plugins the allowlist lets through; returns how many loaded."""
+        allow = _allowlist()
+        available = installed_entry_points()
+        if allow is not None:
+            missing = sorted(allow - set(available))
+            if missing:
+                raise PluginError(
+                    f"{ALLOWLIST_ENV} names {', '.join(missing)}, but no installed distribution "
+                    f"declares such an entry point (installed: {', '.join(sorted(available))})"
+                )
+        count = 0
+        with self._lock:
+            for name, entry in sorted(available.items()):
+                if (allow is not None and name not in allow) or self._pm.has_plugin(name):
+                    continue
+                try:
+                    count += self._pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=name)
+                except Exception as e:
+                    raise PluginError(
+                        f"plugin {name!r} of {entry.distribution} {entry.version} failed to "
+                        f"load: {type(e).__name__}: {e}"
+                    ) from e
+                self._origin[name] = (entry.distribution, entry.version)
+                self._families = None
+            self._check_pending()
+        return count
+
+    def register(self, plugin: object, name: str | None = None) -> str:
+        """Register a plugin object or module in-process (tests, embedders)."""
+        with self._lock:
+            try:
+                plugin_name = self._pm.register(plugin, name=name)
+            except ValueError as e:
+                raise PluginError(f"cannot register plugin {name or plugin!r}: {e}") from e
+            assert plugin_name is not None
+            self._origin.setdefault(plugin_name, ("in-process", ""))
+            self._families = None
+            self._check_pending()
+            try:
+                self.families()
+            except PluginError:
+                self._pm.unregister(name=plugin_name)
+                self._origin.pop(plugin_name, None)
+                self._families = None
+                raise
+        return plugin_name
+
+    def register_family(self, *families: type[Family], name: str | None = None) -> str:
+        """Register family classes in-process without writing a plugin module."""
+        holder = _InProcessPlugin(families)
+        return self.register(
+            holder, name=name or "in-process:" + ",".join(f.name for f in families)
+        )
+
+    def unregister(self, name: str) -> None:
+        with self._lock:
+            self._pm.unregister(name=name)
+            self._origin.pop(name, None)
+            self._families = None
+
+    def _check_pending(self) -> None:
+        try:
+            self._pm.check_pending()
+        except pluggy.PluginValidationError as e:
+            raise PluginError(f"plugin {e.plugin!r} implements an unknown hook: {e}") from e
+
+    def families(self) -> dict[str, FamilyInfo]:
+        """Every known family by name; two with one name is a `PluginError` naming both."""
+        with self._lock:
+            if self._families is not None:
+                return self._families
+            out: dict[str, FamilyInfo] = {}
+            for impl in self._pm.hook.sglang_mm_families.get_hookimpls():
+                plugin_name = impl.plugin_name
+                dist, version = self._origin.get(plugin_name, ("in-process", ""))
+                try:
+                    offered = impl.function()
+                except Exception as e:
+                    raise PluginError(
+                        f"plugin {plugin_name!r} of {dist}: sglang_mm_families() failed: "
+                        f"{type(e).__name__}: {e}"
+                    ) from e
+                if not isinstance(offered, (list, tuple)):
+                    raise PluginError(
+                        f"plugin {plugin_name!r} of {dist}: sglang_mm_families() must return a "
+                        f"list of family classes, got {type(offered).__name__}"
+                    )
+                for fam in offered:
+                    if not _is_family(fam):
+                        raise PluginError(
+                            f"plugin {plugin_name!r} of {dist}: sglang_mm_families() returned "
+                            f"{fam!r}, which is not a Family subclass with a name and Params"
+                        )
+                    info = FamilyInfo(fam, plugin_name, dist, version)
+                    other = out.get(fam.name)
+                    if other is not None and other.family is not fam:
+                        raise PluginError(
+                            f"family {fam.name!r} is provided by both {other.origin} and "
+                            f"{info.origin}"
+                        )
+                    out[fam.name] = info
+            self._families = out
+            return out
+
+    def get(self, name: str) -> type[Family] | None:
+        info = self.families().get(name)
+        return info.family if info is not None else None
+
+    def info(self, name: str) -> FamilyInfo | None:
+        return self.families().get(name)
+
+
+class _InProcessPlugin:
+    def __init__(self, families: Iterable[type[Family]]) -> None:
+        self._families = tuple(families)
+
+    @hookimpl
+    def sglang_mm_families(self) -> Sequence[type[Family]]:
+        return self._families
+
+
+_default: Registry | None = None
+_default_lock = threading.Lock()
+
+
+def default_registry() -> Registry:
+    """The process-wide registry, loading the installed plugins on first use."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            reg = Registry()
+            reg.load_entry_points()
+            _default = reg
+        return _default
+
+
+def reset_default_registry() -> None:
+    """Forget the process-wide registry (it reloads on next use, e.g. after installs)."""
+    global _default
+    with _default_lock:
+        _default = None
+
+
+def register_family(*families: type[Family], name: str | None = None) -> str:
+    """Register family classes in the process-wide registry; returns the plugin name."""
+    return default_registry().register_family(*families, name=name)
+
+
+def unregister(name: str) -> None:
+    """Remove an in-process registration from the process-wide registry."""
+    default_registry().unregister(name)
+
+
+__all__ = [
+    "ALLOWLIST_ENV",
+    "ENTRY_POINT_GROUP",
+    "FamilyInfo",
+    "HookSpecs",
+    "Registry",
+    "default_registry",
+    "hookimpl",
+    "hookspec",
+    "installed_entry_points",
+    "register_family",
+    "reset_default_registry",
+    "unregister",
+]

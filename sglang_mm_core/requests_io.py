@@ -1,0 +1,167 @@
+"""Request files of the CLI and the demo, and saving outputs as safetensors or npz.
+
+A request file is JSON ``{"input_ids": [...], "images": ["path, URL or base64", ...]}`` (an
+optional ``"rid"``), a JSON list of such objects, or JSONL with one per line. Image paths may be
+relative to the request file."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .carriers import MmInput, MmOutput
+from .errors import MmRequestError
+from .positions import MRope
+from .spec import format_validation_error
+
+_REMOTE_PREFIXES = ("http://", "https://", "file://", "data:", "/")
+_BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
+
+
+class RequestDoc(BaseModel):
+    """One request as written in a request file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input_ids: list[int] = Field(description="Prompt token ids, one placeholder per image.")
+    images: list[str] = Field(default_factory=list, description="Path, URL or base64.")
+    rid: str | None = None
+
+
+def _resolve_source(source: str, base: Path) -> str:
+    """A relative path becomes absolute, next to the request file: when it names an existing
+    file, or when it cannot be base64 (a ``.`` or other character outside the alphabet) so
+    that a missing file is reported as one. URLs, absolute paths and base64 go to fetch."""
+    if source.startswith(_REMOTE_PREFIXES) or len(source) > 4096:
+        return source
+    candidate = base / source
+    try:
+        if candidate.is_file():
+            return str(candidate.resolve())
+    except OSError:
+        pass
+    if _BASE64.fullmatch(source.strip()):
+        return source
+    return str(candidate.absolute())  # cannot be base64: a path, reported as missing
+
+
+def _parse(obj: Any, where: str, base: Path) -> MmInput:
+    try:
+        doc = RequestDoc.model_validate(obj)
+    except ValidationError as e:
+        raise MmRequestError(f"{where}: " + "; ".join(format_validation_error(e))) from None
+    images = [_resolve_source(s, base) for s in doc.images]
+    return MmInput(input_ids=doc.input_ids, images=images, rid=doc.rid)
+
+
+def read_requests(path: str | Path) -> list[MmInput]:
+    """Every request of a JSON, JSON-list or JSONL file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise MmRequestError(f"cannot read request file {str(path)!r}: {e}") from None
+    base = path.parent
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError:
+        doc = None
+        lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+        out = []
+        for n, line in lines:
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise MmRequestError(f"{path}:{n}: not valid JSON: {e.msg}") from None
+            out.append(_parse(obj, f"{path}:{n}", base))
+        if not out:
+            raise MmRequestError(f"request file {str(path)!r} holds no request") from None
+        return out
+    if isinstance(doc, list):
+        return [_parse(obj, f"{path}[{k}]", base) for k, obj in enumerate(doc)]
+    return [_parse(doc, str(path), base)]
+
+
+def output_arrays(out: MmOutput) -> tuple[dict[str, npt.NDArray[Any]], dict[str, str]]:
+    """The tensors (``input_ids``, ``positions`` for MRoPE, ``items.{i}.feature``,
+    ``items.{i}.{aux}``) and string metadata (family, spec_fingerprint, offsets, hashes,
+    mrope_delta, dtype tags) of one output."""
+    tensors: dict[str, npt.NDArray[Any]] = {"input_ids": out.input_ids}
+    dtypes: dict[str, str] = {}
+    if isinstance(out.positions, MRope):
+        tensors["positions"] = out.positions.positions
+    for i, item in enumerate(out.items):
+        for key, t in [("feature", item.feature), *sorted(item.aux.items())]:
+            name = f"items.{i}.{key}"
+            tensors[name] = np.ascontiguousarray(t.array)
+            dtypes[name] = t.dtype
+    meta = {
+        "family": out.family,
+        "spec_fingerprint": out.spec_fingerprint,
+        "offsets": json.dumps([list(o) for o in out.offsets]),
+        "hashes": json.dumps(out.hashes),
+        "positions": type(out.positions).__name__,
+        "dtypes": json.dumps(dtypes),
+    }
+    if isinstance(out.positions, MRope):
+        meta["mrope_delta"] = str(out.positions.delta)
+    if out.rid is not None:
+        meta["rid"] = out.rid
+    return tensors, meta
+
+
+def save_output(out: MmOutput, path: str | Path) -> None:
+    """Write one output as ``.safetensors`` or ``.npz`` (by extension). bfloat16 tensors are
+    stored as their uint16 bits; the ``dtypes`` metadata entry keeps the tags."""
+    path = Path(path)
+    tensors, meta = output_arrays(out)
+    if path.suffix == ".safetensors":
+        try:
+            from safetensors.numpy import save_file
+        except ImportError:
+            raise MmRequestError(
+                "writing .safetensors needs the safetensors package: "
+                "pip install 'sglang-mm-core[safetensors]'"
+            ) from None
+        save_file(tensors, str(path), metadata=meta)
+    elif path.suffix == ".npz":
+        arrays: dict[str, Any] = {**tensors, "__metadata__": np.array(json.dumps(meta))}
+        np.savez(path, **arrays)
+    else:
+        raise MmRequestError(f"--out must end in .safetensors or .npz, got {str(path)!r}")
+
+
+def numbered(path: Path, index: int) -> Path:
+    """``out.safetensors`` -> ``out.3.safetensors`` for the request at ``index``."""
+    return path.with_name(f"{path.stem}.{index}{path.suffix}")
+
+
+def describe(out: MmOutput, prompt_len: int) -> Iterator[str]:
+    """A readable summary of one output, line by line."""
+    length = len(out.input_ids)
+    yield f"family     {out.family}  (spec {out.spec_fingerprint[:16]})"
+    if out.rid is not None:
+        yield f"rid        {out.rid}"
+    yield f"input_ids  {length} tokens (prompt {prompt_len}, {len(out.items)} image(s))"
+    if isinstance(out.positions, MRope):
+        shape = "x".join(map(str, out.positions.positions.shape))
+        yield f"positions  MRope int64 [{shape}], delta {out.positions.delta}"
+    else:
+        yield f"positions  Rope1D (length {length})"
+    for i, (item, (s, e)) in enumerate(zip(out.items, out.offsets, strict=True)):
+        aux = ", ".join(f"{k} {t.dtype} {list(t.shape)}" for k, t in sorted(item.aux.items()))
+        yield (
+            f"image {i:<4} feature {item.feature.dtype} {list(item.feature.shape)}; "
+            f"tokens {item.tokens} at [{s}, {e}]; hash {item.hash:016x}"
+            + (f"; {aux}" if aux else "")
+        )
+
+
+__all__ = ["RequestDoc", "describe", "numbered", "output_arrays", "read_requests", "save_output"]

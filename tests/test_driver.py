@@ -1,0 +1,479 @@
+"""The request driver: flow, checks in order, the par seam, first-error rule, plugin bugs,
+batches and header-only token counting. Decoding goes through the real `_native` kernels."""
+
+from __future__ import annotations
+
+import base64
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import blake3
+import numpy as np
+import pytest
+from core_helpers import png_bytes
+from PIL import Image
+from sglang_mm_toy import ToyFamily, ToyMRopeFamily
+
+from sglang_mm_core import (
+    DecodeError,
+    FetchError,
+    Geometry,
+    KernelArgumentError,
+    LayoutError,
+    LimitError,
+    MmError,
+    MmInput,
+    MmOutput,
+    MmRequestError,
+    MRope,
+    Pipeline,
+    PluginError,
+    ProcessedItem,
+    Registry,
+    Rope1D,
+    SpecError,
+    TokenLayout,
+    UnsupportedModalityError,
+    apply_layout,
+    mrope_positions,
+    pipeline_from_spec,
+)
+from sglang_mm_core.conformance import generated_image
+from sglang_mm_core.driver import resolve_threads
+
+SIZES = [(13, 9), (40, 17), (8, 8), (3, 50), (64, 33)]
+
+
+def images(n: int = 2, seed: int = 0) -> list[np.ndarray]:
+    return [generated_image(*SIZES[k % len(SIZES)], seed=seed + k) for k in range(n)]
+
+
+def prompt(n: int, token: int = 5) -> list[int]:
+    return [9] + [t for _ in range(n) for t in (token, 9)]
+
+
+def pipe(registry: Registry, **spec: Any) -> Pipeline:
+    return pipeline_from_spec({"family": "toy", **spec}, registry=registry)
+
+
+def reference_hash(data: bytes) -> int:
+    return int.from_bytes(blake3.blake3(data).digest()[:8], "big")
+
+
+def same(a: MmOutput, b: MmOutput) -> bool:
+    return (
+        np.array_equal(a.input_ids, b.input_ids)
+        and a.offsets == b.offsets
+        and a.hashes == b.hashes
+        and a.positions == b.positions
+        and all(
+            x.feature == y.feature and dict(x.aux) == dict(y.aux) and x.geometry == y.geometry
+            for x, y in zip(a.items, b.items, strict=True)
+        )
+    )
+
+
+def test_process_toy(registry: Registry) -> None:
+    imgs = images(2)
+    datas = [png_bytes(im) for im in imgs]
+    with pipe(registry) as p:
+        out = p.process(MmInput(input_ids=prompt(2), images=datas, rid="r1"))
+    family = ToyFamily(ToyFamily.Params())
+    n = [family.tokens_for_dimensions(im.shape[1], im.shape[0]) for im in imgs]
+    want = [9, 3, *[5] * n[0], 4, 9, 3, *[5] * n[1], 4, 9]
+    assert out.input_ids.dtype == np.int64 and out.input_ids.tolist() == want
+    assert out.offsets == [(2, 1 + n[0]), (5 + n[0], 4 + n[0] + n[1])]
+    assert out.positions == Rope1D(len(want))
+    assert out.family == "toy" and out.rid == "r1"
+    assert out.spec_fingerprint == p.spec_fingerprint and len(out.spec_fingerprint) == 64
+    for k, item in enumerate(out.items):
+        decoded = np.asarray(Image.open(__import__("io").BytesIO(datas[k])).convert("RGB"))
+        ref = family.process_item(decoded)
+        assert item.feature == ref.feature and dict(item.aux) == dict(ref.aux)
+        assert item.geometry == ref.geometry and item.tokens == n[k]
+        assert item.hash == reference_hash(datas[k])
+
+
+def test_mrope_family(registry: Registry) -> None:
+    imgs = images(3)
+    with pipeline_from_spec({"family": "toy_mrope"}, registry=registry) as p:
+        out = p.process(MmInput(prompt(3), [png_bytes(im) for im in imgs]))
+    fam = ToyMRopeFamily(ToyMRopeFamily.Params())
+    grids = [(1, it.geometry.grid[1] // 2, it.geometry.grid[2] // 2) for it in out.items]
+    assert isinstance(out.positions, MRope)
+    assert out.positions == mrope_positions(len(out.input_ids), out.offsets, grids)
+    assert [it.feature.shape[0] for it in out.items] == [
+        4 * fam.tokens_for(it.geometry) for it in out.items
+    ]
+
+
+@pytest.mark.parametrize("threads", [0, 1, 2, 3, 8])
+def test_bit_identical_for_every_pool_size(registry: Registry, threads: int) -> None:
+    req = MmInput(prompt(5), [png_bytes(im) for im in images(5, seed=3)])
+    with pipe(registry, threads=0) as p0, pipe(registry, threads=threads) as p:
+        assert same(p0.process(req), p.process(req))
+        batch = p.process_batch([req, req])
+        assert all(same(p0.process(req), b) for b in batch)  # type: ignore[arg-type]
+
+
+def test_resolve_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.delenv("SGL_MM_THREADS", raising=False)
+    assert resolve_threads(None) == min(8, os.cpu_count() or 1)
+    monkeypatch.setenv("SGL_MM_THREADS", "3")
+    assert resolve_threads(None) == 3
+    assert resolve_threads(0) == 0  # the spec wins
+    monkeypatch.setenv("SGL_MM_THREADS", "0")
+    assert resolve_threads(None) == 0
+    for bad in ("x", "-1", "1.5"):
+        monkeypatch.setenv("SGL_MM_THREADS", bad)
+        with pytest.raises(SpecError, match="SGL_MM_THREADS must be a non-negative integer"):
+            resolve_threads(None)
+
+
+def test_env_threads_reach_the_pipeline(registry: Registry, monkeypatch) -> None:
+    monkeypatch.setenv("SGL_MM_THREADS", "3")
+    with pipe(registry) as p, pipe(registry, threads=1) as q:
+        assert p.threads == 3 and q.threads == 1
+
+
+class Recording(ToyFamily):
+    """Records the kernel thread budget and the thread of each process_item call."""
+
+    name = "rec"
+    calls: ClassVar[list[tuple[int, int]]] = []
+
+    def process_item(self, image: np.ndarray, *, threads: int = 1) -> ProcessedItem:
+        self.calls.append((threads, threading.get_ident()))
+        return super().process_item(image, threads=threads)
+
+
+@pytest.mark.parametrize(
+    ("pool", "n_items", "want"),
+    [(4, 1, 4), (4, 2, 2), (4, 3, 1), (4, 5, 1), (8, 3, 2), (1, 1, 1), (0, 1, 1), (0, 3, 1)],
+)
+def test_spare_threads_go_to_the_kernel(pool: int, n_items: int, want: int) -> None:
+    reg = Registry()
+    reg.register_family(Recording)
+    Recording.calls.clear()
+    with pipeline_from_spec({"family": "rec", "threads": pool}, registry=reg) as p:
+        p.process(MmInput(prompt(n_items), [png_bytes(im) for im in images(n_items)]))
+    assert [c[0] for c in Recording.calls] == [want] * n_items
+
+
+def test_threads_zero_is_inline() -> None:
+    reg = Registry()
+    reg.register_family(Recording)
+    Recording.calls.clear()
+    before = threading.active_count()
+    with pipeline_from_spec({"family": "rec", "threads": 0}, registry=reg) as p:
+        p.process(MmInput(prompt(4), [png_bytes(im) for im in images(4)]))
+        assert p.par._pool is None
+    assert {c[1] for c in Recording.calls} == {threading.get_ident()}
+    assert threading.active_count() == before
+
+
+def test_pool_is_reused_and_closed(registry: Registry) -> None:
+    req = MmInput(prompt(3), [png_bytes(im) for im in images(3)])
+    p = pipe(registry, threads=2)
+    p.process(req)
+    pool = p.par._pool
+    assert pool is not None
+    p.process(req)
+    assert p.par._pool is pool
+    p.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        p.process(req)
+
+
+# -- checks in order --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ids", [[], np.zeros(0, dtype=np.int64)])
+def test_empty_input_ids(registry: Registry, ids: Any) -> None:
+    with pipe(registry) as p, pytest.raises(MmRequestError, match="input_ids is empty"):
+        p.process(MmInput(ids, [b"whatever"]))
+
+
+@pytest.mark.parametrize("ids", [[1.5, 2.0], [[1, 2]], ["a"]])
+def test_bad_input_ids(registry: Registry, ids: Any) -> None:
+    with pipe(registry) as p, pytest.raises(MmRequestError, match="input_ids must be"):
+        p.process(MmInput(ids, []))
+
+
+def test_requires_images(registry: Registry) -> None:
+    with pipeline_from_spec({"family": "toy_mrope"}, registry=registry) as p:
+        with pytest.raises(MmRequestError, match="without image sources"):
+            p.process(MmInput([1, 2, 3], []))
+
+
+def test_text_only_request(registry: Registry) -> None:
+    with pipe(registry) as p:
+        out = p.process(MmInput([1, 2, 3]))
+    assert out.input_ids.tolist() == [1, 2, 3] and out.items == [] and out.offsets == []
+
+
+class VideoOnly(ToyFamily):
+    name = "video_only"
+    capabilities = frozenset({"video"})
+
+
+def test_unsupported_modality() -> None:
+    reg = Registry()
+    reg.register_family(VideoOnly)
+    with pipeline_from_spec({"family": "video_only"}, registry=reg) as p:
+        with pytest.raises(UnsupportedModalityError, match="does not accept images"):
+            p.process(MmInput(prompt(1), [png_bytes(images(1)[0])]))
+
+
+def test_max_items_before_any_fetch(registry: Registry) -> None:
+    # were these fetched, the first would be a FetchError (no such file)
+    srcs = ["/no/such/file.png", "/no/such/other.png", "/no/such/third.png"]
+    with pipe(registry, limits={"max_items": 2}) as p:
+        with pytest.raises(LimitError, match=r"3 image\(s\), over limits.max_items = 2"):
+            p.process(MmInput(prompt(3), srcs))
+        with pytest.raises(FetchError, match=r"image 0 \(file\)"):
+            p.process(MmInput(prompt(2), srcs[:2]))
+
+
+def test_placeholder_mismatch(registry: Registry) -> None:
+    data = png_bytes(images(1)[0])
+    with pipe(registry) as p:
+        with pytest.raises(LayoutError, match=r"2 media placeholder\(s\) but 1 media item"):
+            p.process(MmInput(prompt(2), [data]))
+
+
+# -- errors -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("threads", [0, 2, 4])
+def test_first_error_by_item_index(registry: Registry, threads: int) -> None:
+    good = png_bytes(images(1)[0])
+    srcs = [good, b"not an image", good, good[:40]]
+    with pipe(registry, threads=threads) as p:
+        with pytest.raises(DecodeError) as info:
+            p.process(MmInput(prompt(4), srcs))
+    assert info.value.item == 1 and info.value.source_kind == "bytes"
+    assert str(info.value).startswith("image 1 (bytes): ")
+
+
+class SlowFailure(ToyFamily):
+    """Image 0 (width 13) fails late; a later image fails fast in decode."""
+
+    name = "slow_failure"
+
+    def process_item(self, image: np.ndarray, *, threads: int = 1) -> ProcessedItem:
+        if image.shape[1] == 13:
+            threading.Event().wait(0.3)
+            raise KernelArgumentError("late failure")
+        return super().process_item(image, threads=threads)
+
+
+@pytest.mark.parametrize("threads", [0, 2, 4])
+def test_lowest_index_wins_whatever_the_timing(threads: int) -> None:
+    reg = Registry()
+    reg.register_family(SlowFailure)
+    good = [png_bytes(im) for im in images(3)]
+    with pipeline_from_spec({"family": "slow_failure", "threads": threads}, registry=reg) as p:
+        with pytest.raises(KernelArgumentError, match=r"^image 0 \(bytes\): late failure"):
+            p.process(MmInput(prompt(4), [good[0], good[1], b"junk", good[2]]))
+
+
+class Buggy(ToyFamily):
+    name = "buggy"
+
+    def process_item(self, image: np.ndarray, *, threads: int = 1) -> ProcessedItem:
+        if image.shape[1] == 40:
+            return 1 // 0  # type: ignore[return-value]
+        return super().process_item(image, threads=threads)
+
+
+def test_plugin_bug_is_a_plugin_error() -> None:
+    reg = Registry()
+    reg.register_family(Buggy)
+    with pipeline_from_spec({"family": "buggy", "threads": 2}, registry=reg) as p:
+        with pytest.raises(
+            PluginError, match="family 'buggy' failed in process_item on image 1: ZeroDivisionError"
+        ) as info:
+            p.process(MmInput(prompt(2), [png_bytes(im) for im in images(2)]))
+    assert isinstance(info.value.__cause__, ZeroDivisionError)
+    assert info.value.__cause__.__traceback__ is not None
+
+
+class WrongTokens(ToyFamily):
+    """Its layout gives each image one token more than tokens_for says."""
+
+    name = "wrong_tokens"
+
+    def _pattern(self, tokens: int) -> Any:
+        return super()._pattern(tokens + 1)
+
+
+class WrongLayoutType(ToyFamily):
+    name = "wrong_layout_type"
+
+    def layout(self, input_ids: Any, geometries: Sequence[Geometry]) -> TokenLayout:
+        return [1, 2]  # type: ignore[return-value]
+
+
+class WrongPositions(ToyFamily):
+    name = "wrong_positions"
+
+    def positions(self, length: int, offsets: Any, geometries: Any, input_ids: Any) -> Rope1D:
+        return Rope1D(length + 1)
+
+
+class RaisingLayout(ToyFamily):
+    name = "raising_layout"
+
+    def layout(self, input_ids: Any, geometries: Sequence[Geometry]) -> TokenLayout:
+        raise KeyError("x")
+
+
+@pytest.mark.parametrize(
+    ("family", "message"),
+    [
+        (WrongTokens, "layout gives image 0 .* but tokens_for says"),
+        (WrongLayoutType, "not a TokenLayout"),
+        (WrongPositions, "positions \\(Rope1D\\) do not fit"),
+        (RaisingLayout, "failed in layout: KeyError"),
+    ],
+)
+def test_family_contract_violations(family: type[ToyFamily], message: str) -> None:
+    reg = Registry()
+    reg.register_family(family)
+    with pipeline_from_spec({"family": family.name}, registry=reg) as p:
+        with pytest.raises(PluginError, match=message):
+            p.process(MmInput(prompt(1), [png_bytes(images(1)[0])]))
+
+
+def test_image_limits(registry: Registry) -> None:
+    data = png_bytes(generated_image(40, 30))
+    with pipe(registry, limits={"max_image_pixels": 1000}) as p:
+        with pytest.raises(LimitError, match=r"^image 0 \(bytes\)"):
+            p.process(MmInput(prompt(1), [data]))
+        with pytest.raises(LimitError, match=r"^image 0 \(bytes\)"):
+            p.count_tokens(MmInput(prompt(1), [data]))
+    with pipe(registry, limits={"max_image_side": 39}) as p:
+        with pytest.raises(LimitError):
+            p.process(MmInput(prompt(1), [data]))
+
+
+# -- sources and decode options ---------------------------------------------------------------
+
+
+def test_source_forms_agree(registry: Registry, tmp_path: Path) -> None:
+    data = png_bytes(images(1)[0])
+    path = tmp_path / "a.png"
+    path.write_bytes(data)
+    b64 = base64.b64encode(data).decode()
+    forms = [
+        data,
+        bytearray(data),
+        memoryview(data),
+        str(path),
+        f"file://{path}",
+        b64,
+        "data:image/png;base64," + b64,
+    ]
+    with pipe(registry, threads=2) as p:
+        outs = [p.process(MmInput(prompt(1), [f])) for f in forms]
+    assert all(same(outs[0], o) for o in outs)
+    assert outs[0].hashes == [reference_hash(data)]
+
+
+def test_decode_options_reach_the_decoder(registry: Registry) -> None:
+    from sglang_mm_core import _native
+
+    rgba = np.dstack([images(1)[0], np.arange(13 * 9, dtype=np.uint8).reshape(9, 13)])
+    data = png_bytes(rgba, mode="RGBA")
+    fam = ToyFamily(ToyFamily.Params())
+    for alpha in ("white", "drop"):
+        with pipe(registry, decode={"alpha": alpha}) as p:
+            out = p.process(MmInput(prompt(1), [data]))
+        ref = fam.process_item(_native.image_decode_rgb(data, alpha=alpha))
+        assert out.items[0].feature == ref.feature
+
+
+# -- batches ----------------------------------------------------------------------------------
+
+
+def test_batch_errors_per_request(registry: Registry) -> None:
+    good = [png_bytes(im) for im in images(3, seed=7)]
+    reqs = [
+        MmInput(prompt(2), good[:2], rid="a"),
+        MmInput(prompt(2), [good[0], b"junk"], rid="b"),
+        MmInput([], [], rid="c"),
+        MmInput(prompt(1), ["/no/such.png"], rid="d"),
+        MmInput(prompt(3), good, rid="e"),
+    ]
+    with pipe(registry, threads=3) as p:
+        outs = p.process_batch(reqs, return_exceptions=True)
+        singles = [p.process(reqs[0]), p.process(reqs[4])]
+        with pytest.raises(DecodeError, match="image 1"):
+            p.process_batch(reqs)
+    assert isinstance(outs[0], MmOutput) and same(outs[0], singles[0]) and outs[0].rid == "a"
+    assert isinstance(outs[1], DecodeError) and outs[1].item == 1
+    assert isinstance(outs[2], MmRequestError) and "empty" in str(outs[2])
+    assert isinstance(outs[3], FetchError)
+    assert isinstance(outs[4], MmOutput) and same(outs[4], singles[1])
+    assert all(isinstance(o, MmError) for o in outs[1:4])
+
+
+# -- token counting ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("family", ["toy", "toy_mrope"])
+def test_count_tokens_matches_process(registry: Registry, family: str) -> None:
+    req = MmInput(prompt(4), [png_bytes(im) for im in images(4, seed=2)])
+    with pipeline_from_spec({"family": family}, registry=registry) as p:
+        out = p.process(req)
+        count = p.count_tokens(req)
+    assert count.length == len(out.input_ids)
+    assert count.per_item == [it.tokens for it in out.items]
+
+
+def test_count_tokens_reads_headers_only(registry: Registry) -> None:
+    data = png_bytes(generated_image(40, 17))
+    idat = data.index(b"IDAT")
+    header_only = data[: idat + 4] + b"\x00" * 4  # IDAT cut off: not decodable
+    with pipe(registry) as p:
+        with pytest.raises(DecodeError):
+            p.process(MmInput(prompt(1), [header_only]))
+        count = p.count_tokens(MmInput(prompt(1), [header_only]))
+    fam = ToyFamily(ToyFamily.Params())
+    assert count.per_item == [fam.tokens_for_dimensions(40, 17)]
+    assert count.length == len(prompt(1)) - 1 + fam.prompt_tokens_for_dimensions(40, 17)
+
+
+def test_expansion_is_apply_layout(registry: Registry) -> None:
+    imgs = images(3, seed=11)
+    with pipe(registry) as p:
+        out = p.process(MmInput(prompt(3), [png_bytes(im) for im in imgs]))
+    fam = ToyFamily(ToyFamily.Params())
+    geos = [fam.process_item(im).geometry for im in imgs]
+    exp = apply_layout(prompt(3), fam.layout(np.array(prompt(3)), geos), 3)
+    assert out.input_ids.tolist() == exp.input_ids.tolist() and out.offsets == exp.offsets
+
+
+def test_images_must_be_a_list(registry: Registry) -> None:
+    with pipe(registry) as p, pytest.raises(MmRequestError, match="not a single str"):
+        p.process(MmInput(prompt(1), "/some/file.png"))  # type: ignore[arg-type]
+
+
+class BuggyCount(ToyFamily):
+    name = "buggy_count"
+
+    def tokens_for_dimensions(self, width: int, height: int) -> int:
+        raise ValueError("oops")
+
+
+def test_plugin_bug_in_count_tokens() -> None:
+    reg = Registry()
+    reg.register_family(BuggyCount)
+    with pipeline_from_spec({"family": "buggy_count"}, registry=reg) as p:
+        with pytest.raises(PluginError, match=r"^image 0 \(bytes\): family 'buggy_count' failed"):
+            p.count_tokens(MmInput(prompt(1), [png_bytes(images(1)[0])]))

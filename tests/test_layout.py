@@ -1,0 +1,117 @@
+"""apply_layout and layout_by_placeholder: every rule and vector of kernels.md "Layout rules"."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sglang_mm_core import (
+    Explicit,
+    LayoutError,
+    Media,
+    Repeat,
+    Text,
+    TokenLayout,
+    apply_layout,
+    layout_by_placeholder,
+    layout_by_placeholder_patterns,
+)
+
+
+def test_kernels_md_vector() -> None:
+    layout = layout_by_placeholder([7, 1, 8, 1, 9], 1, [2, 3])
+    out = apply_layout([7, 1, 8, 1, 9], layout, 2)
+    assert out.input_ids.dtype == np.int64
+    assert out.input_ids.tolist() == [7, 1, 1, 8, 1, 1, 1, 9]
+    assert out.offsets == [(1, 2), (4, 6)]
+
+
+def test_design_md_example() -> None:
+    a, pad, b = 10, 99, 11
+    layout = TokenLayout([Text(0, 1), Media(0, Repeat(pad, 4)), Text(2, 3)])
+    out = apply_layout([a, pad, b], layout, 1)
+    assert out.input_ids.tolist() == [a, pad, pad, pad, pad, b]
+    assert out.offsets == [(1, 4)]
+
+
+def test_placeholder_layout_segments() -> None:
+    layout = layout_by_placeholder([1, 7, 1], 1, [1, 2])
+    assert layout.segments == (Media(0, Repeat(1, 1)), Text(1, 2), Media(1, Repeat(1, 2)))
+
+
+def test_explicit_content_range_excludes_wrappers() -> None:
+    # <img>=3, </img>=4, content 5; prompt "9 <ph> 9 <ph>"
+    patterns = [Explicit((3, 5, 5, 4), content=(1, 3)), Explicit((3, 5, 4), content=(1, 2))]
+    layout = layout_by_placeholder_patterns([9, 5, 9, 5], 5, patterns)
+    out = apply_layout([9, 5, 9, 5], layout, 2)
+    assert out.input_ids.tolist() == [9, 3, 5, 5, 4, 9, 3, 5, 4]
+    assert out.offsets == [(2, 3), (7, 7)]
+
+
+def test_explicit_without_content_spans_all() -> None:
+    layout = TokenLayout([Text(0, 1), Media(0, Explicit((20, 21, 22)))])
+    out = apply_layout([9, 5], layout, 1)
+    assert out.input_ids.tolist() == [9, 20, 21, 22]
+    assert out.offsets == [(1, 3)]
+
+
+def test_items_may_be_placed_out_of_order() -> None:
+    layout = TokenLayout([Media(1, Repeat(5, 2)), Media(0, Repeat(5, 1))])
+    out = apply_layout([5, 5], layout, 2)
+    assert out.offsets == [(2, 2), (0, 1)]
+
+
+def test_text_only() -> None:
+    out = apply_layout([1, 2, 3], TokenLayout([Text(0, 3)]), 0)
+    assert out.input_ids.tolist() == [1, 2, 3] and out.offsets == []
+
+
+@pytest.mark.parametrize(
+    ("layout", "n_items", "message"),
+    [
+        (TokenLayout([Text(0, 1), Media(0, Repeat(1, 0)), Text(2, 3)]), 1, "at least one"),
+        (TokenLayout([Text(0, 1), Media(1, Repeat(1, 2)), Text(2, 3)]), 1, "has 1"),
+        (TokenLayout([Media(0, Repeat(1, 2)), Media(0, Repeat(1, 2)), Text(2, 3)]), 1, "twice"),
+        (TokenLayout([Text(0, 1), Text(2, 3)]), 0, "must start at token 1"),
+        (TokenLayout([Text(0, 2), Text(1, 3)]), 0, "must start at token 2"),
+        (TokenLayout([Text(0, 4)]), 0, "within the 3"),
+        (TokenLayout([Text(0, 2)]), 0, "unconsumed"),
+        (TokenLayout([Text(0, 1), Media(0, Repeat(1, 2)), Text(2, 3)]), 2, "never places"),
+        (TokenLayout([Text(0, 3), Media(0, Repeat(1, 2))]), 1, "no placeholder"),
+        (TokenLayout([Text(0, 1), Media(0, Explicit((1, 2), (1, 1))), Text(2, 3)]), 1, "empty"),
+        (TokenLayout([Text(0, 1), Media(0, Explicit((1, 2), (0, 3))), Text(2, 3)]), 1, "outside"),
+        (TokenLayout([Text(0, 1), Media(0, Explicit(())), Text(2, 3)]), 1, "empty"),
+    ],
+)
+def test_invalid_layouts(layout: TokenLayout, n_items: int, message: str) -> None:
+    with pytest.raises(LayoutError, match=message):
+        apply_layout([7, 1, 8], layout, n_items)
+
+
+@pytest.mark.parametrize(("ids", "counts"), [([7, 1, 8, 1, 9], [2, 3, 1]), ([7, 1, 8], [])])
+def test_placeholder_count_mismatch(ids: list[int], counts: list[int]) -> None:
+    want = f"prompt has {ids.count(1)} media placeholder\\(s\\) but {len(counts)} media item"
+    with pytest.raises(LayoutError, match=want):
+        layout_by_placeholder(ids, 1, counts)
+
+
+def test_random_layouts_against_naive_expansion() -> None:
+    """Independent expansion: walk the prompt, replace each placeholder by its run."""
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n = int(rng.integers(1, 40))
+        ids = rng.integers(2, 6, n).tolist()
+        counts = rng.integers(1, 5, ids.count(2)).tolist()
+        out = apply_layout(ids, layout_by_placeholder(ids, 2, counts), len(counts))
+        want: list[int] = []
+        offsets = []
+        k = 0
+        for t in ids:
+            if t == 2:
+                offsets.append((len(want), len(want) + counts[k] - 1))
+                want += [2] * counts[k]
+                k += 1
+            else:
+                want.append(t)
+        assert out.input_ids.tolist() == want
+        assert out.offsets == offsets
