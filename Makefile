@@ -48,12 +48,15 @@ lint: env
 rust-test: env
 	$(CARGO) test $(CARGO_FLAGS) --release -p mm-kernels
 	$(CARGO) test $(CARGO_FLAGS) --release -p mm-kernels --features parallel
+	$(CARGO) test $(CARGO_FLAGS) --release -p qwen-vl-py
 
 py-test: build
 	$(PY) -m pytest -q
 
 bench: build
 	$(PY) bench/bench_core.py
+	$(PY) bench/bench_inkling.py
+	$(PY) bench/bench_qwen_vl.py
 
 clean:
 	rm -rf $(VENV) rust/target

@@ -33,7 +33,12 @@ fn image_decode_rgb<'py>(
     max_side: u32,
 ) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
     let alpha = Alpha::parse(alpha).map_err(|e| to_pyerr(py, e))?;
-    let opts = DecodeOptions { alpha, exif_orientation, max_pixels, max_side };
+    let opts = DecodeOptions {
+        alpha,
+        exif_orientation,
+        max_pixels,
+        max_side,
+    };
     let img = with_bytes(data, |bytes| py.detach(|| decode::decode_rgb(bytes, &opts)))?
         .map_err(|e| to_pyerr(py, e))?;
     array_from_vec(py, img.data, &[img.height, img.width, 3])
@@ -41,9 +46,16 @@ fn image_decode_rgb<'py>(
 
 #[pyfunction]
 #[pyo3(signature = (data, exif_orientation=true))]
-fn image_dimensions(py: Python<'_>, data: &Bound<'_, PyAny>, exif_orientation: bool) -> PyResult<(u32, u32)> {
-    with_bytes(data, |bytes| decode::image_dimensions(bytes, exif_orientation))?
-        .map_err(|e| to_pyerr(py, e))
+fn image_dimensions(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    exif_orientation: bool,
+) -> PyResult<(u32, u32)> {
+    // Header only, but a PNG probe walks every chunk (its EXIF may follow the pixel data).
+    with_bytes(data, |bytes| {
+        py.detach(|| decode::image_dimensions(bytes, exif_orientation))
+    })?
+    .map_err(|e| to_pyerr(py, e))
 }
 
 #[pyfunction]

@@ -9,7 +9,10 @@ pub enum KernelError {
     UnsupportedFormat(String),
     /// The format was recognised but the data is broken or uses an unsupported feature.
     #[error("cannot decode {format} image: {reason}")]
-    Decode { format: &'static str, reason: String },
+    Decode {
+        format: &'static str,
+        reason: String,
+    },
     /// A size limit would be exceeded; checked before the memory is allocated.
     #[error("{0}")]
     Limit(String),

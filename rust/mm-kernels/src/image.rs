@@ -21,22 +21,38 @@ pub struct RgbView<'a> {
 impl RgbImage {
     pub fn new(width: usize, height: usize, data: Vec<u8>) -> Result<Self> {
         check_len(width, height, data.len())?;
-        Ok(Self { width, height, data })
+        Ok(Self {
+            width,
+            height,
+            data,
+        })
     }
 
     pub fn view(&self) -> RgbView<'_> {
-        RgbView { width: self.width, height: self.height, data: &self.data }
+        RgbView {
+            width: self.width,
+            height: self.height,
+            data: &self.data,
+        }
     }
 }
 
 impl<'a> RgbView<'a> {
     pub fn new(width: usize, height: usize, data: &'a [u8]) -> Result<Self> {
         check_len(width, height, data.len())?;
-        Ok(Self { width, height, data })
+        Ok(Self {
+            width,
+            height,
+            data,
+        })
     }
 
     pub fn to_owned_image(&self) -> RgbImage {
-        RgbImage { width: self.width, height: self.height, data: self.data.to_vec() }
+        RgbImage {
+            width: self.width,
+            height: self.height,
+            data: self.data.to_vec(),
+        }
     }
 }
 

@@ -27,7 +27,11 @@ impl Par {
     /// Use up to `threads` threads (0 and 1 both mean inline). Clamped to 1 when the crate is
     /// built without the `parallel` feature.
     pub fn new(threads: usize) -> Self {
-        let threads = if cfg!(feature = "parallel") { threads.max(1) } else { 1 };
+        let threads = if cfg!(feature = "parallel") {
+            threads.max(1)
+        } else {
+            1
+        };
         Self { threads }
     }
 
@@ -65,7 +69,10 @@ impl Par {
             return items.iter().enumerate().map(|(i, it)| f(i, it)).collect();
         }
         let mut slots: Vec<Option<O>> = (0..items.len()).map(|_| None).collect();
-        self.spawn_bands(&mut slots, 1, items.len(), n, &|first: usize, band: &mut [Option<O>]| {
+        self.spawn_bands(&mut slots, 1, items.len(), n, &|first: usize,
+                                                          band: &mut [Option<
+            O,
+        >]| {
             for (k, slot) in band.iter_mut().enumerate() {
                 *slot = Some(f(first + k, &items[first + k]));
             }

@@ -32,9 +32,9 @@ pub fn rgb_view<'a>(arr: &'a PyReadonlyArray3<'_, u8>) -> Result<RgbView<'a>, Ke
             "expected an RGB array of shape [h, w, 3], got {shape:?}"
         )));
     }
-    let data = arr.as_slice().map_err(|_| {
-        KernelError::InvalidArgument("RGB array must be C-contiguous".to_string())
-    })?;
+    let data = arr
+        .as_slice()
+        .map_err(|_| KernelError::InvalidArgument("RGB array must be C-contiguous".to_string()))?;
     RgbView::new(shape[1], shape[0], data)
 }
 

@@ -1,0 +1,15 @@
+"""Regenerate the two example photos from scikit-image's bundled sample data (public-domain /
+CC0 samples shipped inside scikit-image), saved as JPEG."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PIL import Image
+from skimage import data
+
+HERE = Path(__file__).resolve().parent
+
+if __name__ == "__main__":
+    for name in ("rocket", "coffee"):
+        Image.fromarray(getattr(data, name)()).save(HERE / f"{name}.jpg", quality=90)

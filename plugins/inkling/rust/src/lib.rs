@@ -1,0 +1,265 @@
+//! `sglang_mm_inkling._native`: the Inkling kernel and the original `inkling` module's API
+//! (`preprocess_images`, `decode_patchify`, `decode_patchify_batch`, `patchify_rgb`). Every
+//! call that touches pixels releases the GIL; batches fan out through `mm_kernels::Par` and
+//! keep input order.
+
+mod kernel;
+mod lut;
+mod patchify;
+
+use std::sync::OnceLock;
+
+use kernel::Args;
+use lut::Tables;
+use mm_kernels::{hash, KernelError, Par};
+use mm_pyglue::{rgb_view, to_pyerr};
+use numpy::{PyArray1, PyArray2, PyReadonlyArray3};
+use patchify::Patches;
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyTuple};
+
+/// The three channel tables, built once per process.
+fn tables() -> &'static Tables {
+    static TABLES: OnceLock<Tables> = OnceLock::new();
+    TABLES.get_or_init(lut::tables)
+}
+
+/// Pool size when the caller does not say: `$SGL_MM_THREADS`, else `min(8, cores)`, as the
+/// core's driver resolves it.
+fn default_threads() -> Result<usize, KernelError> {
+    match std::env::var("SGL_MM_THREADS") {
+        Ok(raw) if !raw.trim().is_empty() => raw.trim().parse().map_err(|_| {
+            KernelError::InvalidArgument(format!(
+                "SGL_MM_THREADS must be a non-negative integer, got {raw:?}"
+            ))
+        }),
+        _ => Ok(std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8)),
+    }
+}
+
+fn par_for(py: Python<'_>, threads: Option<i64>) -> PyResult<Par> {
+    let n = match threads {
+        None => default_threads(),
+        Some(n) => usize::try_from(n)
+            .map_err(|_| KernelError::InvalidArgument(format!("threads must be >= 0, got {n}"))),
+    };
+    Ok(Par::new(n.map_err(|e| to_pyerr(py, e))?))
+}
+
+fn args(py: Python<'_>, ps: i64, frac: Option<f64>, cap: Option<i64>) -> PyResult<Args> {
+    Args::new(ps, frac, cap).map_err(|e| to_pyerr(py, e))
+}
+
+/// The same typed error, attributed to batch item `k` (`MmError.at_item`).
+fn at_item(py: Python<'_>, err: PyErr, k: usize) -> PyErr {
+    match err.value(py).call_method1("at_item", (k,)) {
+        Ok(exc) => PyErr::from_value(exc),
+        Err(_) => err,
+    }
+}
+
+/// A snapshot of a bytes-like object as `bytes` (borrowed when it already is one), so the
+/// buffer cannot change while a kernel reads it without the GIL.
+fn as_bytes<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return Ok(b.clone());
+    }
+    if obj.is_instance_of::<PyByteArray>() || obj.is_instance_of::<PyMemoryView>() {
+        let builtins = obj.py().import("builtins")?;
+        return Ok(builtins
+            .getattr("bytes")?
+            .call1((obj,))?
+            .cast_into::<PyBytes>()?);
+    }
+    let kind = obj.get_type().name()?;
+    Err(to_pyerr(
+        obj.py(),
+        KernelError::InvalidArgument(format!("expected encoded image bytes, got {kind}")),
+    ))
+}
+
+fn bits_array(py: Python<'_>, bits: Vec<u16>) -> Bound<'_, PyArray1<u16>> {
+    PyArray1::from_vec(py, bits)
+}
+
+fn batch_bytes<'py>(datas: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    let py = datas.py();
+    let mut out = Vec::new();
+    for (k, item) in datas.try_iter()?.enumerate() {
+        out.push(as_bytes(&item?).map_err(|e| at_item(py, e, k))?);
+    }
+    Ok(out)
+}
+
+/// Decode and patchify every item in parallel; the first failing index fails the call.
+fn run_batch(
+    py: Python<'_>,
+    datas: &[Bound<'_, PyBytes>],
+    args: &Args,
+    threads: Option<i64>,
+    with_hash: bool,
+) -> PyResult<Vec<(Patches, u64)>> {
+    let slices: Vec<&[u8]> = datas.iter().map(|b| b.as_bytes()).collect();
+    let outer = par_for(py, threads)?;
+    // Spare threads go to each item's rows when there are fewer items than threads.
+    let inner = Par::new(outer.threads() / slices.len().max(1));
+    let results = py.detach(|| {
+        outer.map(&slices, |_, data| {
+            let hash = if with_hash {
+                hash::content_hash(data)
+            } else {
+                0
+            };
+            kernel::decode_patchify(data, args, tables(), &inner).map(|p| (p, hash))
+        })
+    });
+    let mut out = Vec::with_capacity(results.len());
+    for (k, r) in results.into_iter().enumerate() {
+        out.push(r.map_err(|e| at_item(py, to_pyerr(py, e), k))?);
+    }
+    Ok(out)
+}
+
+/// `(h, w, nph, npw, bits)` of one processed image.
+type Processed<'py> = (usize, usize, usize, usize, Bound<'py, PyArray1<u16>>);
+
+/// `process_rgb(arr, patch_size, rescale_frac=None, rescale_cap=None, threads=1)
+/// -> (h, w, nph, npw, bits)`: the family kernel on a decoded `[h, w, 3]` uint8 image.
+#[pyfunction]
+#[pyo3(signature = (arr, patch_size, rescale_frac=None, rescale_cap=None, threads=1))]
+fn process_rgb<'py>(
+    py: Python<'py>,
+    arr: PyReadonlyArray3<'py, u8>,
+    patch_size: i64,
+    rescale_frac: Option<f64>,
+    rescale_cap: Option<i64>,
+    threads: usize,
+) -> PyResult<Processed<'py>> {
+    let args = args(py, patch_size, rescale_frac, rescale_cap)?;
+    let view = rgb_view(&arr).map_err(|e| to_pyerr(py, e))?;
+    let par = Par::new(threads);
+    let p = py
+        .detach(|| kernel::process_rgb(view, &args, tables(), &par))
+        .map_err(|e| to_pyerr(py, e))?;
+    Ok((p.height, p.width, p.nph, p.npw, bits_array(py, p.bits)))
+}
+
+/// `patchify_rgb(arr, patch_size) -> bits`: patches of an RGB image as it is (no rescale).
+#[pyfunction]
+#[pyo3(signature = (arr, patch_size, *, threads=None))]
+fn patchify_rgb<'py>(
+    py: Python<'py>,
+    arr: PyReadonlyArray3<'py, u8>,
+    patch_size: i64,
+    threads: Option<i64>,
+) -> PyResult<Bound<'py, PyArray1<u16>>> {
+    let args = args(py, patch_size, None, None)?;
+    let view = rgb_view(&arr).map_err(|e| to_pyerr(py, e))?;
+    let par = par_for(py, threads)?;
+    let p = py
+        .detach(|| patchify::patchify(view, args.patch_size, tables(), &par))
+        .map_err(|e| to_pyerr(py, e))?;
+    Ok(bits_array(py, p.bits))
+}
+
+/// `decode_patchify(data, patch_size, rescale_frac=None, rescale_cap=None) -> (h, w, bits)`;
+/// `(h, w)` is the size the patches were cut from (after the rescale).
+#[pyfunction]
+#[pyo3(signature = (data, patch_size, rescale_frac=None, rescale_cap=None, *, threads=None))]
+fn decode_patchify<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    patch_size: i64,
+    rescale_frac: Option<f64>,
+    rescale_cap: Option<i64>,
+    threads: Option<i64>,
+) -> PyResult<(usize, usize, Bound<'py, PyArray1<u16>>)> {
+    let args = args(py, patch_size, rescale_frac, rescale_cap)?;
+    let bytes = as_bytes(data)?;
+    let slice = bytes.as_bytes();
+    let par = par_for(py, threads)?;
+    let p = py
+        .detach(|| kernel::decode_patchify(slice, &args, tables(), &par))
+        .map_err(|e| to_pyerr(py, e))?;
+    Ok((p.height, p.width, bits_array(py, p.bits)))
+}
+
+/// `decode_patchify_batch(datas, ...) -> list[(h, w, bits)]`, in input order.
+#[pyfunction]
+#[pyo3(signature = (datas, patch_size, rescale_frac=None, rescale_cap=None, *, threads=None))]
+fn decode_patchify_batch<'py>(
+    py: Python<'py>,
+    datas: &Bound<'py, PyAny>,
+    patch_size: i64,
+    rescale_frac: Option<f64>,
+    rescale_cap: Option<i64>,
+    threads: Option<i64>,
+) -> PyResult<Bound<'py, PyList>> {
+    let args = args(py, patch_size, rescale_frac, rescale_cap)?;
+    let owned = batch_bytes(datas)?;
+    let done = run_batch(py, &owned, &args, threads, false)?;
+    let items = done
+        .into_iter()
+        .map(|(p, _)| (p.height, p.width, bits_array(py, p.bits)).into_pyobject(py))
+        .collect::<PyResult<Vec<Bound<'py, PyTuple>>>>()?;
+    PyList::new(py, items)
+}
+
+/// `preprocess_images(datas, ...) -> list[(h, w, bits, hash)]`, in input order; `hash` is the
+/// core content hash of the encoded bytes.
+#[pyfunction]
+#[pyo3(signature = (datas, patch_size, rescale_frac=None, rescale_cap=None, *, threads=None))]
+fn preprocess_images<'py>(
+    py: Python<'py>,
+    datas: &Bound<'py, PyAny>,
+    patch_size: i64,
+    rescale_frac: Option<f64>,
+    rescale_cap: Option<i64>,
+    threads: Option<i64>,
+) -> PyResult<Bound<'py, PyList>> {
+    let args = args(py, patch_size, rescale_frac, rescale_cap)?;
+    let owned = batch_bytes(datas)?;
+    let done = run_batch(py, &owned, &args, threads, true)?;
+    let items = done
+        .into_iter()
+        .map(|(p, h)| (p.height, p.width, bits_array(py, p.bits), h).into_pyobject(py))
+        .collect::<PyResult<Vec<Bound<'py, PyTuple>>>>()?;
+    PyList::new(py, items)
+}
+
+/// `scaled_size(w, h, rescale_frac=None, rescale_cap=None) -> (w, h)`: the rescale rule alone
+/// (for token counts from image headers).
+#[pyfunction]
+#[pyo3(signature = (width, height, rescale_frac=None, rescale_cap=None))]
+fn scaled_size(
+    py: Python<'_>,
+    width: usize,
+    height: usize,
+    rescale_frac: Option<f64>,
+    rescale_cap: Option<i64>,
+) -> PyResult<(usize, usize)> {
+    let args = args(py, 1, rescale_frac, rescale_cap)?;
+    args.scaled_size(width, height).map_err(|e| to_pyerr(py, e))
+}
+
+/// The kernel's lookup tables, `[3, 257]` bf16 bits (entry 256 is the pad value), for tests.
+#[pyfunction]
+fn bf16_tables(py: Python<'_>) -> PyResult<Bound<'_, PyArray2<u16>>> {
+    let rows: Vec<Vec<u16>> = tables().iter().map(|t| t.to_vec()).collect();
+    Ok(PyArray2::from_vec2(py, &rows)?)
+}
+
+#[pymodule(name = "_native")]
+fn sglang_mm_inkling_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(process_rgb, m)?)?;
+    m.add_function(wrap_pyfunction!(patchify_rgb, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_patchify, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_patchify_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(preprocess_images, m)?)?;
+    m.add_function(wrap_pyfunction!(scaled_size, m)?)?;
+    m.add_function(wrap_pyfunction!(bf16_tables, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

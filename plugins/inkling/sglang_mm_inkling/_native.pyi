@@ -1,0 +1,50 @@
+"""Stub of the Rust extension ``sglang_mm_inkling._native``."""
+
+from collections.abc import Iterable
+
+import numpy as np
+import numpy.typing as npt
+
+_Data = bytes | bytearray | memoryview
+_Bits = npt.NDArray[np.uint16]
+
+__version__: str
+
+def process_rgb(
+    arr: npt.NDArray[np.uint8],
+    patch_size: int,
+    rescale_frac: float | None = None,
+    rescale_cap: int | None = None,
+    threads: int = 1,
+) -> tuple[int, int, int, int, _Bits]: ...
+def patchify_rgb(
+    arr: npt.NDArray[np.uint8], patch_size: int, *, threads: int | None = None
+) -> _Bits: ...
+def decode_patchify(
+    data: _Data,
+    patch_size: int,
+    rescale_frac: float | None = None,
+    rescale_cap: int | None = None,
+    *,
+    threads: int | None = None,
+) -> tuple[int, int, _Bits]: ...
+def decode_patchify_batch(
+    datas: Iterable[_Data],
+    patch_size: int,
+    rescale_frac: float | None = None,
+    rescale_cap: int | None = None,
+    *,
+    threads: int | None = None,
+) -> list[tuple[int, int, _Bits]]: ...
+def preprocess_images(
+    datas: Iterable[_Data],
+    patch_size: int,
+    rescale_frac: float | None = None,
+    rescale_cap: int | None = None,
+    *,
+    threads: int | None = None,
+) -> list[tuple[int, int, _Bits, int]]: ...
+def scaled_size(
+    width: int, height: int, rescale_frac: float | None = None, rescale_cap: int | None = None
+) -> tuple[int, int]: ...
+def bf16_tables() -> npt.NDArray[np.uint16]: ...

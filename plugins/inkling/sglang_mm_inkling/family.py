@@ -1,0 +1,112 @@
+"""The Inkling family: one token per ``patch_size`` square patch of the (rescaled) image, each
+patch normalised to bfloat16 with the CLIP constants. The pixels are the Rust kernel's job;
+this class only shapes its output and describes the prompt."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from sglang_mm_core.carriers import Geometry, ProcessedItem, Tensor
+from sglang_mm_core.errors import KernelArgumentError
+from sglang_mm_core.family import DecodeDefaults, Family, FamilyParams
+from sglang_mm_core.layout import TokenLayout, layout_by_placeholder
+
+from . import _native
+from .hf import spec_from_hf_configs
+from .params import InklingParams
+
+
+def patch_grid(height: int, width: int, patch_size: int) -> tuple[int, int]:
+    """``(nph, npw)``: ``ceil(h / ps)`` rows and ``floor(w / ps) + 1`` columns (the model
+    always gets one column more than ``w / ps``)."""
+    return -(-height // patch_size), width // patch_size + 1
+
+
+class InklingFamily(Family):
+    """Spec name ``inkling``; see docs/families/inkling.md."""
+
+    name: ClassVar[str] = "inkling"
+    Params: ClassVar[type[FamilyParams]] = InklingParams
+    capabilities: ClassVar[frozenset[str]] = frozenset({"image"})
+    # The reference opens the bytes with Pillow and calls .convert("RGB"): no EXIF transpose.
+    decode_defaults: ClassVar[DecodeDefaults] = DecodeDefaults(alpha="drop", exif_orientation=False)
+
+    params: InklingParams
+
+    def __init__(self, params: FamilyParams | None = None) -> None:
+        if params is None:
+            params = InklingParams()
+        if not isinstance(params, InklingParams):
+            params = InklingParams.model_validate(params.model_dump())
+        super().__init__(params)
+
+    def process_item(self, image: npt.NDArray[np.uint8], *, threads: int = 1) -> ProcessedItem:
+        """Rescale, cut and normalise one RGB image in Rust with the GIL released.
+
+        The feature is ``[num_patches, temporal_patch_size, ps, ps, 3]`` bfloat16 bits. Its
+        frames are one buffer broadcast along axis 1 (stride 0), so the view is read-only:
+        copy it (``np.array(...)``) before writing to it."""
+        p = self.params
+        arr = _rgb_array(image)
+        h, w, nph, npw, bits = _native.process_rgb(
+            arr,
+            p.patch_size,
+            p.rescale_image_frac,
+            p.rescale_image_max_upscaled_long_edge,
+            max(1, threads),
+        )
+        n = nph * npw
+        ps = p.patch_size
+        one = bits.reshape(n, 1, ps, ps, 3)
+        frames = np.broadcast_to(one, (n, p.temporal_patch_size, ps, ps, 3))
+        return ProcessedItem(
+            feature=Tensor(frames, "bfloat16"),
+            aux={"num_patches": Tensor(np.array([n], dtype=np.int64), "int64")},
+            geometry=Geometry(h, w, (nph, npw)),
+        )
+
+    def layout(
+        self, input_ids: npt.NDArray[np.int64], geometries: Sequence[Geometry]
+    ) -> TokenLayout:
+        """Each ``image_token_id`` is one image, expanded to its patch count."""
+        counts = [self.tokens_for(g) for g in geometries]
+        return layout_by_placeholder(input_ids, self.params.image_token_id, counts)
+
+    def tokens_for(self, geometry: Geometry) -> int:
+        nph, npw = geometry.grid
+        return nph * npw
+
+    def tokens_for_dimensions(self, width: int, height: int) -> int:
+        """Patches of an upright ``width x height`` image, from the rescale rule alone."""
+        if width <= 0 or height <= 0:
+            raise KernelArgumentError(f"image size must be positive, got {width}x{height}")
+        p = self.params
+        w, h = _native.scaled_size(
+            width, height, p.rescale_image_frac, p.rescale_image_max_upscaled_long_edge
+        )
+        nph, npw = patch_grid(h, w, p.patch_size)
+        return nph * npw
+
+    @classmethod
+    def spec_from_hf(
+        cls, preprocessor_config: dict[str, Any], config: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A spec for an Inkling checkpoint; keys accepted are listed in
+        docs/families/inkling.md, anything else that could change the pixels is refused."""
+        return spec_from_hf_configs(preprocessor_config, config)
+
+
+def _rgb_array(image: Any) -> npt.NDArray[np.uint8]:
+    if not isinstance(image, np.ndarray) or image.dtype != np.uint8:
+        kind = getattr(image, "dtype", type(image).__name__)
+        raise KernelArgumentError(f"expected an RGB uint8 array, got {kind}")
+    if image.ndim != 3 or image.shape[2] != 3:
+        raise KernelArgumentError(f"expected an RGB array of shape [h, w, 3], got {image.shape}")
+    return np.ascontiguousarray(image)
+
+
+__all__ = ["InklingFamily", "patch_grid"]

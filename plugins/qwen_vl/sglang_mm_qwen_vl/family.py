@@ -1,0 +1,148 @@
+"""The `qwen_vl` family: Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Qwen3.5 images, bit-exact with
+HuggingFace's image processor (either backend), its placeholder expansion and its MRoPE."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from sglang_mm_core.carriers import Geometry, ProcessedItem, Tensor
+from sglang_mm_core.errors import KernelArgumentError, LayoutError
+from sglang_mm_core.family import DecodeDefaults, Family, FamilyParams
+from sglang_mm_core.layout import TokenLayout, layout_by_placeholder
+from sglang_mm_core.positions import MRope, mrope_positions
+
+from . import _native
+from .params import Params
+
+
+class QwenVL(Family):
+    """One family for every Qwen-VL generation; the generations differ only in params."""
+
+    name: ClassVar[str] = "qwen_vl"
+    Params: ClassVar[type[FamilyParams]] = Params
+    capabilities: ClassVar[frozenset[str]] = frozenset({"image"})
+    # HF's processor on a PIL image: convert_to_rgb composites alpha on white; load_image applies
+    # the EXIF orientation (docs/families/qwen_vl.md: paths and URLs drop alpha in HF instead).
+    decode_defaults: ClassVar[DecodeDefaults] = DecodeDefaults(alpha="white", exif_orientation=True)
+    requires_images: ClassVar[bool] = False
+    # Aspect ratio 200 is the largest HF accepts; 201 is refused (a typed request error).
+    conformance_rejected_sizes: ClassVar[tuple[tuple[int, int], ...]] = ((201, 1), (1, 201))
+
+    def __init__(self, params: FamilyParams | dict[str, Any] | None = None) -> None:
+        if not isinstance(params, Params):
+            raw = params.model_dump() if isinstance(params, FamilyParams) else (params or {})
+            params = Params.model_validate(raw)
+        super().__init__(params)
+        self.p: Params = params
+        self._kernel = _native.Processor(
+            patch_size=params.patch_size,
+            merge_size=params.merge_size,
+            temporal_patch_size=params.temporal_patch_size,
+            min_pixels=params.min_pixels,
+            max_pixels=params.max_pixels,
+            image_mean=params.image_mean,
+            image_std=params.image_std,
+            resample=params.resample,
+            smart_resize=params.smart_resize,
+            pil_pass_order=params.pil_pass_order,
+        )
+
+    # -- pixels -------------------------------------------------------------------------------
+
+    def process_item(self, image: npt.NDArray[np.uint8], *, threads: int = 1) -> ProcessedItem:
+        arr = np.asarray(image)
+        if arr.dtype != np.uint8 or arr.ndim != 3 or arr.shape[2] != 3:
+            raise KernelArgumentError(
+                f"expected an RGB uint8 image [h, w, 3], got {arr.dtype} {list(arr.shape)}"
+            )
+        values, (gh, gw), (h, w) = self._kernel.process(np.ascontiguousarray(arr), threads)
+        grid = np.array([[1, gh, gw]], dtype=np.int64)
+        return ProcessedItem(
+            feature=Tensor(values, "float32"),
+            aux={"image_grid_thw": Tensor(grid, "int64")},
+            geometry=Geometry(h, w, (1, gh, gw)),
+        )
+
+    # -- tokens -------------------------------------------------------------------------------
+
+    def tokens_for(self, geometry: Geometry) -> int:
+        t, gh, gw = geometry.grid
+        return t * gh * gw // (self.p.merge_size**2)
+
+    def tokens_for_dimensions(self, width: int, height: int) -> int:
+        h, w = self._kernel.target_size(height, width)
+        ps = self.p.patch_size
+        return (h // ps) * (w // ps) // (self.p.merge_size**2)
+
+    def example_prompt(self, n_images: int) -> list[int]:
+        """Text ids around ``vision_start, image, vision_end`` per image (the strict layout)."""
+        p = self.p
+        used = {p.image_token_id, p.vision_start_token_id, p.vision_end_token_id}
+        text = next(t for t in range(1, 5) if t not in used)
+        marked = (p.vision_start_token_id, p.image_token_id, p.vision_end_token_id, text)
+        return [text, text] + [tok for _ in range(n_images) for tok in marked]
+
+    def layout(
+        self, input_ids: npt.NDArray[np.int64], geometries: Sequence[Geometry]
+    ) -> TokenLayout:
+        ids = np.asarray(input_ids, dtype=np.int64)
+        p = self.p
+        out = layout_by_placeholder(ids, p.image_token_id, [self.tokens_for(g) for g in geometries])
+        if p.strict_layout:
+            self._check_markers(ids)
+        return out
+
+    def _check_markers(self, ids: npt.NDArray[np.int64]) -> None:
+        """Each placeholder must be exactly ``vision_start, image, vision_end``."""
+        p = self.p
+        where = np.flatnonzero(ids == p.image_token_id)
+        if len(where) == 0:
+            return
+        before = np.full(len(where), -1, dtype=np.int64)
+        after = np.full(len(where), -1, dtype=np.int64)
+        has_before = where > 0
+        has_after = where < len(ids) - 1
+        before[has_before] = ids[where[has_before] - 1]
+        after[has_after] = ids[where[has_after] + 1]
+        bad = np.flatnonzero((before != p.vision_start_token_id) | (after != p.vision_end_token_id))
+        if len(bad):
+            k = int(bad[0])
+            raise LayoutError(
+                f"image placeholder {k} (token {int(where[k])}, id {p.image_token_id}) is not "
+                f"between vision_start_token_id {p.vision_start_token_id} and "
+                f"vision_end_token_id {p.vision_end_token_id}"
+            )
+
+    def positions(
+        self,
+        length: int,
+        offsets: Sequence[tuple[int, int]],
+        geometries: Sequence[Geometry],
+        input_ids: npt.NDArray[np.int64],
+    ) -> MRope:
+        m = self.p.merge_size
+        grids = [(g.grid[0], g.grid[1] // m, g.grid[2] // m) for g in geometries]
+        return mrope_positions(length, offsets, grids)
+
+    # -- configuration ------------------------------------------------------------------------
+
+    @classmethod
+    def spec_from_hf(
+        cls,
+        preprocessor_config: dict[str, Any] | str | Path,
+        config: dict[str, Any] | None = None,
+        *,
+        resample: str = "aten_u8",
+    ) -> dict[str, Any]:
+        """A spec for a HuggingFace model directory, or its two parsed config files."""
+        from .hf import spec_from_hf
+
+        return spec_from_hf(preprocessor_config, config, resample=resample)
+
+
+__all__ = ["QwenVL"]

@@ -1,0 +1,263 @@
+"""`spec_from_hf`: a `qwen_vl` spec from a HuggingFace model's `preprocessor_config.json` and
+`config.json`. Every setting HF's Qwen2-VL image processor reads is either mapped exactly or
+refused with a `SpecError` naming it; nothing is approximated."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from sglang_mm_core.errors import SpecError
+
+from .params import CLIP_MEAN, CLIP_STD, Params
+
+MODEL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")
+PROCESSOR_TYPES = (
+    "Qwen2VLImageProcessor",
+    "Qwen2VLImageProcessorFast",
+    "Qwen2VLImageProcessorPil",
+    "Qwen2_5_VLImageProcessor",
+)
+
+# HF's class defaults (Qwen2VLImageProcessor), used where the file is silent, as HF does.
+_DEFAULTS: dict[str, Any] = {
+    "patch_size": 14,
+    "merge_size": 2,
+    "temporal_patch_size": 2,
+    "min_pixels": 56 * 56,
+    "max_pixels": 28 * 28 * 1280,
+    "image_mean": CLIP_MEAN,
+    "image_std": CLIP_STD,
+}
+_BICUBIC = 3
+_RESAMPLE_NAMES = {0: "nearest", 1: "lanczos", 2: "bilinear", 3: "bicubic", 4: "box", 5: "hamming"}
+
+# Settings that must hold this value (or be absent / null) for the output to be exact.
+_REQUIRED: dict[str, Any] = {
+    "do_resize": True,
+    "do_rescale": True,
+    "do_normalize": True,
+    "do_convert_rgb": True,
+}
+_MUST_BE_OFF = ("do_center_crop", "do_pad", "do_reduce_labels")
+# Keys that do not change the image path of this processor.
+_INERT = {
+    "processor_class",
+    "image_processor_type",
+    "feature_extractor_type",
+    "auto_map",
+    "_processor_class",
+    "return_tensors",
+    "data_format",
+    "input_data_format",
+    "device",
+    "disable_grouping",
+    "default_to_square",
+    "crop_size",
+    "pad_size",
+    "image_seq_length",
+    # video-only settings
+    "video_processor_type",
+    "fps",
+    "min_frames",
+    "max_frames",
+    "num_frames",
+    "do_sample_frames",
+    "video_metadata",
+    "return_metadata",
+}
+_HANDLED = {
+    *_REQUIRED,
+    *_MUST_BE_OFF,
+    "patch_size",
+    "merge_size",
+    "temporal_patch_size",
+    "min_pixels",
+    "max_pixels",
+    "size",
+    "image_mean",
+    "image_std",
+    "resample",
+    "rescale_factor",
+}
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise SpecError(f"{path.name} not found in {path.parent}") from e
+    except (OSError, ValueError) as e:
+        raise SpecError(f"cannot read {path}: {e}") from e
+    if not isinstance(data, dict):
+        raise SpecError(f"{path} must hold a JSON object")
+    return data
+
+
+def load_model_dir(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(preprocessor_config, config)`` of a model directory."""
+    root = Path(path)
+    if not root.is_dir():
+        raise SpecError(f"{root} is not a model directory")
+    return _read_json(root / "preprocessor_config.json"), _read_json(root / "config.json")
+
+
+def _check_settings(pp: dict[str, Any]) -> None:
+    for key in pp:
+        if key not in _HANDLED and key not in _INERT:
+            raise SpecError(
+                f"preprocessor setting {key!r} is not supported: "
+                "its effect cannot be reproduced exactly"
+            )
+    for key, want in _REQUIRED.items():
+        if pp.get(key, want) is None:
+            continue
+        if pp.get(key, want) != want:
+            raise SpecError(
+                f"preprocessor setting {key}={pp[key]!r} is not supported (only {want!r})"
+            )
+    for key in _MUST_BE_OFF:
+        if pp.get(key):
+            raise SpecError(f"preprocessor setting {key}={pp[key]!r} is not supported")
+    resample = pp.get("resample", _BICUBIC)
+    if resample is not None and resample != _BICUBIC:
+        name = _RESAMPLE_NAMES.get(resample, "unknown") if isinstance(resample, int) else "?"
+        raise SpecError(
+            f"preprocessor setting resample={resample!r} ({name}) is not supported "
+            "(only 3, bicubic)"
+        )
+    factor = pp.get("rescale_factor", 1 / 255)
+    if factor is not None and factor != 1 / 255:
+        raise SpecError(
+            f"preprocessor setting rescale_factor={factor!r} is not supported (only 1/255)"
+        )
+
+
+def _pixels(pp: dict[str, Any]) -> tuple[int, int]:
+    """Top-level ``min_pixels`` / ``max_pixels`` win over ``size``'s shortest/longest edge,
+    which in this processor are pixel counts, not edges."""
+    size = pp.get("size")
+    if size is not None and not isinstance(size, dict):
+        raise SpecError(f"preprocessor setting size={size!r} must be an object")
+    size = dict(size or {})
+    extra = set(size) - {"shortest_edge", "longest_edge", "min_pixels", "max_pixels"}
+    if extra:
+        raise SpecError(
+            f"preprocessor setting size has key(s) {sorted(extra)}; this processor only "
+            "reads shortest_edge and longest_edge (pixel counts)"
+        )
+    out = []
+    for top, edge in (("min_pixels", "shortest_edge"), ("max_pixels", "longest_edge")):
+        if pp.get(top) is not None:
+            out.append(pp[top])
+        elif size.get(edge) is not None:
+            out.append(size[edge])
+        elif pp.get("size") is None:
+            out.append(_DEFAULTS[top])
+        else:
+            raise SpecError(f"preprocessor setting size has no {edge} and there is no {top}")
+    return out[0], out[1]
+
+
+def _triple(pp: dict[str, Any], key: str) -> Any:
+    """A per-channel setting; HF also accepts one number for all three channels."""
+    value = pp.get(key)
+    if value is None:
+        return _DEFAULTS[key]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (value, value, value)
+    if isinstance(value, list) and len(value) == 3:
+        return tuple(value)
+    raise SpecError(f"preprocessor setting {key}={value!r} must be 3 numbers")
+
+
+def _sub(config: dict[str, Any], key: str) -> dict[str, Any]:
+    sub = config.get(key)
+    return sub if isinstance(sub, dict) else {}
+
+
+def _token_ids(config: dict[str, Any]) -> dict[str, int]:
+    """Token ids from config.json: top level first, then the nested text/vision configs."""
+    scopes = [config, _sub(config, "text_config"), _sub(config, "vision_config")]
+    out: dict[str, int] = {}
+    for key in ("image_token_id", "vision_start_token_id", "vision_end_token_id"):
+        for scope in scopes:
+            if scope.get(key) is not None:
+                out[key] = scope[key]
+                break
+        else:
+            raise SpecError(f"config.json has no {key}")
+    return out
+
+
+def _geometry(pp: dict[str, Any], config: dict[str, Any]) -> dict[str, int]:
+    """Patch geometry from the preprocessor (what HF's processor uses), checked against the
+    vision tower's own config so that a mismatched pair is refused."""
+    vision = _sub(config, "vision_config")
+    out: dict[str, int] = {}
+    for key, vkey in (
+        ("patch_size", "patch_size"),
+        ("merge_size", "spatial_merge_size"),
+        ("temporal_patch_size", "temporal_patch_size"),
+    ):
+        value = pp.get(key)
+        value = _DEFAULTS[key] if value is None else value
+        tower = vision.get(vkey)
+        if tower is not None and tower != value:
+            raise SpecError(
+                f"preprocessor {key}={value!r} disagrees with config.json vision_config "
+                f"{vkey}={tower!r}"
+            )
+        out[key] = value
+    return out
+
+
+def spec_from_hf(
+    preprocessor_config: dict[str, Any] | str | Path,
+    config: dict[str, Any] | None = None,
+    *,
+    resample: str = "aten_u8",
+) -> dict[str, Any]:
+    """A ``qwen_vl`` spec document (``family`` and ``params``) for a Qwen2-VL, Qwen2.5-VL,
+    Qwen3-VL or Qwen3.5 model. ``resample`` picks the backend to match: ``"aten_u8"`` (HF v5's
+    default torchvision backend) or ``"pil"``."""
+    if isinstance(preprocessor_config, (str, Path)):
+        if config is not None:
+            raise SpecError("pass a model directory, or both config dicts, not a mix")
+        pp, cfg = load_model_dir(preprocessor_config)
+    else:
+        if config is None:
+            raise SpecError("spec_from_hf needs config.json's content as well")
+        pp, cfg = preprocessor_config, config
+    model_type = cfg.get("model_type")
+    if model_type not in MODEL_TYPES:
+        raise SpecError(
+            f"config.json model_type {model_type!r} is not a Qwen-VL model "
+            f"(expected one of {', '.join(MODEL_TYPES)})"
+        )
+    kind = pp.get("image_processor_type")
+    if kind is not None and kind not in PROCESSOR_TYPES:
+        raise SpecError(f"preprocessor image_processor_type {kind!r} is not supported")
+    _check_settings(pp)
+    min_pixels, max_pixels = _pixels(pp)
+    params: dict[str, Any] = {
+        **_geometry(pp, cfg),
+        "min_pixels": min_pixels,
+        "max_pixels": max_pixels,
+        "image_mean": _triple(pp, "image_mean"),
+        "image_std": _triple(pp, "image_std"),
+        **_token_ids(cfg),
+        "resample": resample,
+        "smart_resize": "hf",
+    }
+    try:
+        validated = Params.model_validate(params)
+    except ValidationError as e:
+        raise SpecError(f"the model's settings are not a valid qwen_vl spec: {e}") from e
+    return {"family": "qwen_vl", "params": validated.model_dump(mode="json")}
+
+
+__all__ = ["MODEL_TYPES", "load_model_dir", "spec_from_hf"]

@@ -1,0 +1,106 @@
+"""The `qwen_vl` spec params: one model for Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Qwen3.5, with
+Qwen2-VL's values as defaults (`QWEN2_VL`, `QWEN3_VL`, `QWEN3_5` hold the others)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from sglang_mm_core.family import FamilyParams
+
+CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
+CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+
+# Pixel counts are compared as doubles by the reference, so they must be exact doubles.
+_MAX_EXACT = 2**53
+
+Triple = tuple[float, float, float]
+
+
+class Params(FamilyParams):
+    """Spec ``params`` of the ``qwen_vl`` family (specs/qwen_vl.md)."""
+
+    patch_size: int = Field(14, gt=0, description="Vision patch side in pixels (Qwen3: 16).")
+    merge_size: int = Field(2, gt=0, description="Patches merged per side into one token.")
+    temporal_patch_size: int = Field(2, gt=0, description="Frames per patch; a still repeats.")
+    min_pixels: int = Field(
+        3136, gt=0, le=_MAX_EXACT, description="smart_resize lower bound (Qwen3: 65536)."
+    )
+    max_pixels: int = Field(
+        12845056, gt=0, le=_MAX_EXACT, description="smart_resize upper bound (Qwen3: 16777216)."
+    )
+    image_mean: Triple = Field(CLIP_MEAN, description="Per-channel mean (Qwen3: 0.5 each).")
+    image_std: Triple = Field(CLIP_STD, description="Per-channel std, none zero (Qwen3: 0.5).")
+    image_token_id: int = Field(151655, ge=0, description="The image placeholder token.")
+    vision_start_token_id: int = Field(151652, ge=0, description="Token before a placeholder.")
+    vision_end_token_id: int = Field(151653, ge=0, description="Token after a placeholder.")
+    resample: Literal["pil", "aten_u8"] = Field(
+        "aten_u8",
+        description="Bicubic reference: HF's PIL backend or its torchvision (default) backend.",
+    )
+    smart_resize: Literal["hf", "sglang"] = Field(
+        "hf", description="Target-size rule: HuggingFace's, or SGLang's own variant."
+    )
+    pil_pass_order: Literal["pillow13", "pillow12"] = Field(
+        "pillow13", description="Pass order of the `pil` resampler (Pillow >= 13, or older)."
+    )
+    strict_layout: bool = Field(
+        True, description="Each placeholder must sit between vision_start and vision_end."
+    )
+
+    @field_validator("image_mean", "image_std")
+    @classmethod
+    def _finite(cls, v: Triple, info: Any) -> Triple:
+        for c, x in enumerate(v):
+            if not math.isfinite(x):
+                raise ValueError(f"{info.field_name}[{c}] is {x}; values must be finite")
+        return v
+
+    @field_validator("image_std")
+    @classmethod
+    def _nonzero_std(cls, v: Triple) -> Triple:
+        for c, x in enumerate(v):
+            if x == 0:
+                raise ValueError(f"image_std[{c}] is {x}; a standard deviation must not be zero")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Params:
+        if self.min_pixels > self.max_pixels:
+            raise ValueError(
+                f"min_pixels ({self.min_pixels}) must not exceed max_pixels ({self.max_pixels})"
+            )
+        ids = {
+            "image_token_id": self.image_token_id,
+            "vision_start_token_id": self.vision_start_token_id,
+            "vision_end_token_id": self.vision_end_token_id,
+        }
+        if len(set(ids.values())) != len(ids):
+            raise ValueError(f"image, vision_start and vision_end token ids must differ: {ids}")
+        return self
+
+    @property
+    def factor(self) -> int:
+        """The side multiple of smart_resize."""
+        return self.patch_size * self.merge_size
+
+
+QWEN2_VL: dict[str, Any] = {}  # the defaults; Qwen2.5-VL uses the same values
+QWEN2_5_VL: dict[str, Any] = {}
+QWEN3_VL: dict[str, Any] = {
+    "patch_size": 16,
+    "min_pixels": 65536,
+    "max_pixels": 16777216,
+    "image_mean": (0.5, 0.5, 0.5),
+    "image_std": (0.5, 0.5, 0.5),
+}
+QWEN3_5: dict[str, Any] = {
+    **QWEN3_VL,
+    "image_token_id": 248056,
+    "vision_start_token_id": 248053,
+    "vision_end_token_id": 248054,
+}
+
+__all__ = ["CLIP_MEAN", "CLIP_STD", "QWEN2_5_VL", "QWEN2_VL", "QWEN3_5", "QWEN3_VL", "Params"]

@@ -1,0 +1,144 @@
+"""Layout (placeholder expansion, strict vision markers) and MRoPE positions: the spec's worked
+examples, and HuggingFace's `get_rope_index` captured in fixtures/rope_goldens.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sglang_mm_qwen_vl import Params, QwenVL
+
+from sglang_mm_core.carriers import Geometry
+from sglang_mm_core.errors import LayoutError
+from sglang_mm_core.layout import Media, Repeat, Text, apply_layout
+
+ROPE = json.loads((Path(__file__).parent / "fixtures" / "rope_goldens.json").read_text())
+IMG, VS, VE = 151655, 151652, 151653
+
+
+def geo(gh: int, gw: int, ps: int = 14) -> Geometry:
+    """The geometry process_item reports for an unmerged patch grid (1, gh, gw)."""
+    return Geometry(gh * ps, gw * ps, (1, gh, gw))
+
+
+def run(fam: QwenVL, ids: list[int], grids: list[tuple[int, int]]):
+    geos = [geo(h, w) for h, w in grids]
+    layout = fam.layout(np.asarray(ids, dtype=np.int64), geos)
+    expanded = apply_layout(ids, layout, len(geos))
+    pos = fam.positions(len(expanded.input_ids), expanded.offsets, geos, expanded.input_ids)
+    return layout, expanded, pos
+
+
+def test_spec_example_one_image():
+    ids = [1, 2, 3, VS, IMG, VE, 4, 5]
+    layout, ex, pos = run(QwenVL(), ids, [(4, 4)])
+    assert layout.segments == (Text(0, 4), Media(0, Repeat(IMG, 4)), Text(5, 8))
+    assert ex.offsets == [(4, 7)]
+    want = [
+        [0, 1, 2, 3, 4, 4, 4, 4, 6, 7, 8],
+        [0, 1, 2, 3, 4, 4, 5, 5, 6, 7, 8],
+        [0, 1, 2, 3, 4, 5, 4, 5, 6, 7, 8],
+    ]
+    np.testing.assert_array_equal(pos.positions, np.array(want, dtype=np.int64))
+    assert pos.positions.dtype == np.int64 and pos.delta == -2
+
+
+def test_spec_example_two_images():
+    ids = [1, VS, IMG, VE, VS, IMG, VE, 2]
+    _, ex, pos = run(QwenVL(), ids, [(4, 4), (4, 6)])
+    want = [
+        [0, 1, 2, 2, 2, 2, 4, 5, 6, 6, 6, 6, 6, 6, 9, 10],
+        [0, 1, 2, 2, 3, 3, 4, 5, 6, 6, 6, 7, 7, 7, 9, 10],
+        [0, 1, 2, 3, 2, 3, 4, 5, 6, 7, 8, 6, 7, 8, 9, 10],
+    ]
+    np.testing.assert_array_equal(pos.positions, np.array(want))
+    assert pos.delta == -5
+    assert ex.offsets == [(2, 5), (8, 13)]
+
+
+@pytest.mark.parametrize("case", ROPE["cases"], ids=[c["id"] for c in ROPE["cases"]])
+def test_hf_get_rope_index(case):
+    fam = QwenVL()
+    grids = [(g[1], g[2]) for g in case["grids"]]
+    assert all(g[0] == 1 for g in case["grids"])
+    _, ex, pos = run(fam, case["ids"], grids)
+    np.testing.assert_array_equal(ex.input_ids, np.array(case["expanded"], dtype=np.int64))
+    np.testing.assert_array_equal(pos.positions, np.array(case["positions"], dtype=np.int64))
+    assert pos.delta == case["delta"]
+    # offsets: each item's run of image tokens, in order
+    where = np.flatnonzero(ex.input_ids == IMG)
+    starts = [s for s, _ in ex.offsets]
+    ends = [e for _, e in ex.offsets]
+    assert starts[0] == where[0] and ends[-1] == where[-1]
+    assert sum(e - s + 1 for s, e in ex.offsets) == len(where)
+    for (s, e), (h, w) in zip(ex.offsets, grids, strict=True):
+        assert e - s + 1 == h * w // 4
+        assert np.all(ex.input_ids[s : e + 1] == IMG)
+
+
+def test_rope_goldens_came_from_the_hf_models():
+    assert "Qwen2VLModel" in ROPE["reference"] and "Qwen3VLModel" in ROPE["reference"]
+    assert ROPE["torch"] and ROPE["transformers"]
+
+
+def test_count_mismatch_is_a_layout_error():
+    fam = QwenVL()
+    with pytest.raises(LayoutError, match=r"prompt has 1 media placeholder\(s\) but 2 media"):
+        fam.layout(np.array([1, VS, IMG, VE]), [geo(4, 4), geo(4, 4)])
+    with pytest.raises(LayoutError, match=r"prompt has 2 media placeholder\(s\) but 1 media"):
+        fam.layout(np.array([VS, IMG, VE, VS, IMG, VE]), [geo(4, 4)])
+    with pytest.raises(LayoutError, match=r"prompt has 0 media placeholder\(s\) but 1 media"):
+        fam.layout(np.array([1, 2, 3]), [geo(4, 4)])
+
+
+@pytest.mark.parametrize(
+    ("ids", "bad"),
+    [
+        ([1, IMG, VE], 0),  # no vision_start
+        ([VS, IMG, 2], 0),  # no vision_end
+        ([IMG], 0),  # nothing around it
+        ([VS, IMG, VE, 5, IMG, VE], 1),  # the second one is bare on the left
+        ([VS, IMG, VE, VS, IMG], 1),  # the second one ends the prompt
+        ([VE, IMG, VS], 0),  # markers swapped
+    ],
+)
+def test_strict_layout_refuses_unmarked_placeholders(ids, bad):
+    n = ids.count(IMG)
+    with pytest.raises(LayoutError, match=rf"image placeholder {bad} \(token \d+, id {IMG}\)"):
+        QwenVL().layout(np.array(ids), [geo(2, 2)] * n)
+    relaxed = QwenVL(Params(strict_layout=False))
+    layout = relaxed.layout(np.array(ids), [geo(2, 2)] * n)
+    assert len(apply_layout(ids, layout, n).input_ids) == len(ids)
+
+
+def test_strict_layout_uses_the_configured_ids():
+    q35 = QwenVL(
+        Params(image_token_id=248056, vision_start_token_id=248053, vision_end_token_id=248054)
+    )
+    layout = q35.layout(np.array([7, 248053, 248056, 248054]), [geo(4, 4)])
+    assert apply_layout([7, 248053, 248056, 248054], layout, 1).offsets == [(2, 5)]
+    with pytest.raises(LayoutError, match="vision_start_token_id 248053"):
+        q35.layout(np.array([7, VS, 248056, VE]), [geo(4, 4)])
+
+
+def test_text_only_prompt_positions_are_plain():
+    fam = QwenVL()
+    _, _, pos = run(fam, [5, 6, 7], [])
+    np.testing.assert_array_equal(pos.positions, np.tile(np.arange(3), (3, 1)))
+    assert pos.delta == 0
+
+
+def test_tokens_for_matches_grid():
+    fam = QwenVL()
+    assert fam.tokens_for(geo(34, 46)) == 34 * 46 // 4
+    q = QwenVL(Params(merge_size=1))
+    assert q.tokens_for(geo(3, 5)) == 15
+
+
+def test_example_prompt_is_strict_valid():
+    fam = QwenVL()
+    ids = fam.example_prompt(3)
+    layout = fam.layout(np.array(ids), [geo(2, 2)] * 3)
+    assert len(apply_layout(ids, layout, 3).offsets) == 3

@@ -1,0 +1,430 @@
+//! Separable fixed-point resize, bit-exact with Pillow (`pil_lanczos`, `pil_bicubic`) and with
+//! torchvision's uint8 antialiased bicubic (`aten_u8`). See `specs/kernels.md`, "Resize".
+//!
+//! A resize is planned once per (input size, output size, resampler, pass order) — coefficient
+//! tables and pass order — and then run; [`ResizePlan`] lets a caller reuse one plan across many
+//! images of the same size. The passes themselves live in [`passes`] and fan out by output rows
+//! through the `par` seam.
+
+pub mod coeffs;
+pub mod passes;
+
+use crate::error::{KernelError, Result};
+use crate::image::{RgbImage, RgbView};
+use crate::par::Par;
+pub use coeffs::{AxisCoeffs, Filter, Precision};
+use passes::{Kernel, Region};
+
+/// Largest output (and intermediate) image, in pixels: Pillow's decompression-bomb threshold.
+pub const MAX_RESIZE_PIXELS: u64 = 178_956_970;
+/// Largest output side.
+pub const MAX_RESIZE_SIDE: usize = 65_535;
+
+/// Which reference the resampler reproduces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resample {
+    PilLanczos,
+    PilBicubic,
+    AtenU8,
+}
+
+/// Pass order of the Pillow resamplers (`aten_u8` is always horizontal first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PassOrder {
+    /// Pillow >= 13: vertical first when `(h - h') > 0` and `(h - h') > 2 * (w - w')`.
+    #[default]
+    Pillow13,
+    /// Older Pillow: always horizontal first.
+    Pillow12,
+}
+
+impl Resample {
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "pil_lanczos" => Ok(Self::PilLanczos),
+            "pil_bicubic" => Ok(Self::PilBicubic),
+            "aten_u8" => Ok(Self::AtenU8),
+            other => Err(KernelError::InvalidArgument(format!(
+                "unknown resample {other:?} (expected pil_lanczos, pil_bicubic or aten_u8)"
+            ))),
+        }
+    }
+
+    /// The coefficient table of one axis for this resampler.
+    pub fn axis(self, in_size: usize, out_size: usize) -> Result<AxisCoeffs> {
+        match self {
+            Self::PilLanczos => AxisCoeffs::pil(Filter::PilLanczos, in_size, out_size),
+            Self::PilBicubic => AxisCoeffs::pil(Filter::PilBicubic, in_size, out_size),
+            Self::AtenU8 => AxisCoeffs::aten_bicubic(in_size, out_size),
+        }
+    }
+}
+
+impl PassOrder {
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "pillow13" => Ok(Self::Pillow13),
+            "pillow12" => Ok(Self::Pillow12),
+            other => Err(KernelError::InvalidArgument(format!(
+                "unknown pass order {other:?} (expected pillow13 or pillow12)"
+            ))),
+        }
+    }
+}
+
+/// Which passes run, in which order, each with its table. When both run they are fused per
+/// band of output rows: the first pass only produces the intermediate rows that band reads
+/// (kept in a small rolling buffer), so the intermediate image never exists whole. A
+/// vertical-first resize reads only the columns the horizontal table uses, as Pillow does; that
+/// table is shifted to match.
+#[derive(Clone, Debug)]
+enum Steps {
+    Copy,
+    Horizontal(AxisCoeffs),
+    Vertical(AxisCoeffs),
+    HorizontalThenVertical {
+        h: AxisCoeffs,
+        v: AxisCoeffs,
+    },
+    VerticalThenHorizontal {
+        v: AxisCoeffs,
+        h: AxisCoeffs,
+        cols: (usize, usize),
+    },
+}
+
+/// Output rows per step of a fused resize (bounds the rolling intermediate buffer).
+const CHUNK_ROWS: usize = 64;
+
+/// A planned resize from `in_w x in_h` to `out_w x out_h`, reusable across images of that size.
+#[derive(Clone, Debug)]
+pub struct ResizePlan {
+    pub in_w: usize,
+    pub in_h: usize,
+    pub out_w: usize,
+    pub out_h: usize,
+    steps: Steps,
+}
+
+impl ResizePlan {
+    pub fn new(
+        in_w: usize,
+        in_h: usize,
+        out_w: usize,
+        out_h: usize,
+        resample: Resample,
+        order: PassOrder,
+    ) -> Result<Self> {
+        if in_w == 0 || in_h == 0 {
+            return Err(KernelError::InvalidArgument(format!(
+                "cannot resize an empty {in_w}x{in_h} image"
+            )));
+        }
+        check_size("output", out_w, out_h)?;
+        let need_h = out_w != in_w;
+        let need_v = out_h != in_h;
+        let vertical_first = match (resample, order) {
+            (Resample::AtenU8, _) | (_, PassOrder::Pillow12) => false,
+            // Pillow >= 13 (`ImagingResampleInner`), compared in signed arithmetic.
+            (_, PassOrder::Pillow13) => {
+                let dh = in_h as i128 - out_h as i128;
+                let dw = in_w as i128 - out_w as i128;
+                dh > 0 && dh > 2 * dw
+            }
+        };
+        let steps = match (need_h, need_v) {
+            (false, false) => Steps::Copy,
+            (true, false) => Steps::Horizontal(resample.axis(in_w, out_w)?),
+            (false, true) => Steps::Vertical(resample.axis(in_h, out_h)?),
+            (true, true) if vertical_first => {
+                // The intermediate only ever holds `CHUNK_ROWS` rows per thread.
+                let h = resample.axis(in_w, out_w)?;
+                let cols = h.used_range();
+                let v = resample.axis(in_h, out_h)?;
+                Steps::VerticalThenHorizontal {
+                    v,
+                    h: h.shifted(cols.0),
+                    cols,
+                }
+            }
+            (true, true) => {
+                let v = resample.axis(in_h, out_h)?;
+                let rows = v.used_range();
+                // The rolling buffer's worst case: one output row reads every input row.
+                let pixels = out_w as u128 * (rows.1 - rows.0) as u128;
+                if pixels > u128::from(MAX_RESIZE_PIXELS) {
+                    return Err(KernelError::InvalidArgument(format!(
+                        "resizing {in_w}x{in_h} to {out_w}x{out_h} horizontally first needs an \
+                         intermediate of {out_w}x{} pixels, over the cap of {MAX_RESIZE_PIXELS}",
+                        rows.1 - rows.0
+                    )));
+                }
+                let h = resample.axis(in_w, out_w)?;
+                Steps::HorizontalThenVertical { h, v }
+            }
+        };
+        Ok(Self {
+            in_w,
+            in_h,
+            out_w,
+            out_h,
+            steps,
+        })
+    }
+
+    /// Resize `src`, which must be `in_w x in_h`.
+    pub fn run(&self, src: RgbView<'_>, par: &Par) -> Result<RgbImage> {
+        if (src.width, src.height) != (self.in_w, self.in_h) {
+            return Err(KernelError::InvalidArgument(format!(
+                "resize plan is for {}x{} input, got {}x{}",
+                self.in_w, self.in_h, src.width, src.height
+            )));
+        }
+        let full = Region::full(src.data, src.width, src.height);
+        let k = Kernel::Auto;
+        let data = match &self.steps {
+            Steps::Copy => src.data.to_vec(),
+            Steps::Horizontal(h) => passes::horizontal(full, h, par, k),
+            Steps::Vertical(v) => passes::vertical(full, v, par, k),
+            Steps::HorizontalThenVertical { h, v } => {
+                let row_bytes = self.out_w * 3;
+                let mut out = vec![0u8; row_bytes * self.out_h];
+                par.for_each_band(&mut out, row_bytes, |first, band| {
+                    let mut tmp = Rolling::new(row_bytes);
+                    let mut scratch = Vec::new();
+                    for (i, chunk) in band.chunks_mut(row_bytes * CHUNK_ROWS).enumerate() {
+                        let y = first + i * CHUNK_ROWS;
+                        let rows = v.window_union(y, y + chunk.len() / row_bytes);
+                        tmp.ensure(rows, |r, dst| {
+                            passes::horizontal_rows(full, h, r, dst, &mut scratch, k);
+                        });
+                        passes::vertical_rows(tmp.region(self.out_w), v, y, chunk, k);
+                    }
+                });
+                out
+            }
+            Steps::VerticalThenHorizontal { v, h, cols } => {
+                let row_bytes = self.out_w * 3;
+                let cols_w = cols.1 - cols.0;
+                let cropped = Region {
+                    x0: cols.0,
+                    w: cols_w,
+                    ..full
+                };
+                let mut out = vec![0u8; row_bytes * self.out_h];
+                par.for_each_band(&mut out, row_bytes, |first, band| {
+                    let mut tmp = vec![0u8; cols_w * 3 * CHUNK_ROWS];
+                    let mut scratch = Vec::new();
+                    for (i, chunk) in band.chunks_mut(row_bytes * CHUNK_ROWS).enumerate() {
+                        let y = first + i * CHUNK_ROWS;
+                        let n = chunk.len() / row_bytes;
+                        let tmp = &mut tmp[..n * cols_w * 3];
+                        passes::vertical_rows(cropped, v, y, tmp, k);
+                        let rows = Region {
+                            y0: y,
+                            h: n,
+                            ..Region::full(tmp, cols_w, n)
+                        };
+                        passes::horizontal_rows(rows, h, y, chunk, &mut scratch, k);
+                    }
+                });
+                out
+            }
+        };
+        RgbImage::new(self.out_w, self.out_h, data)
+    }
+}
+
+/// A window of consecutive intermediate rows `first..first + rows`, slid forward as the output
+/// rows that read it advance (their windows only ever move forward).
+struct Rolling {
+    buf: Vec<u8>,
+    row_bytes: usize,
+    first: usize,
+    rows: usize,
+}
+
+impl Rolling {
+    fn new(row_bytes: usize) -> Self {
+        Self {
+            buf: Vec::new(),
+            row_bytes,
+            first: 0,
+            rows: 0,
+        }
+    }
+
+    /// Hold rows `lo..hi`: keep the ones already computed, `fill(first_row, dst)` the rest.
+    fn ensure(&mut self, (lo, hi): (usize, usize), mut fill: impl FnMut(usize, &mut [u8])) {
+        let rb = self.row_bytes;
+        if lo < self.first || lo >= self.first + self.rows {
+            self.first = lo;
+            self.rows = 0;
+        } else {
+            let drop = lo - self.first;
+            self.buf.copy_within(drop * rb..self.rows * rb, 0);
+            self.first = lo;
+            self.rows -= drop;
+        }
+        let have = self.first + self.rows;
+        if hi > have {
+            self.buf.resize((hi - self.first) * rb, 0);
+            fill(
+                have,
+                &mut self.buf[(have - self.first) * rb..(hi - self.first) * rb],
+            );
+            self.rows = hi - self.first;
+        }
+    }
+
+    fn region(&self, w: usize) -> Region<'_> {
+        let data = &self.buf[..self.rows * self.row_bytes];
+        Region {
+            y0: self.first,
+            h: self.rows,
+            ..Region::full(data, w, self.rows)
+        }
+    }
+}
+
+fn check_size(what: &str, w: usize, h: usize) -> Result<()> {
+    if w == 0 || h == 0 {
+        return Err(KernelError::InvalidArgument(format!(
+            "resize {what} size must be at least 1x1, got {w}x{h}"
+        )));
+    }
+    let pixels = (w as u128) * (h as u128);
+    if w > MAX_RESIZE_SIDE || h > MAX_RESIZE_SIDE || pixels > u128::from(MAX_RESIZE_PIXELS) {
+        return Err(KernelError::InvalidArgument(format!(
+            "resize {what} size {w}x{h} exceeds the cap ({MAX_RESIZE_SIDE} per side, \
+             {MAX_RESIZE_PIXELS} pixels)"
+        )));
+    }
+    Ok(())
+}
+
+/// Resize `src` to `out_w x out_h`.
+pub fn resize_rgb(
+    src: RgbView<'_>,
+    out_w: usize,
+    out_h: usize,
+    resample: Resample,
+    order: PassOrder,
+    par: &Par,
+) -> Result<RgbImage> {
+    ResizePlan::new(src.width, src.height, out_w, out_h, resample, order)?.run(src, par)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gradient(w: usize, h: usize) -> RgbImage {
+        let data = (0..w * h * 3).map(|i| (i * 7 % 251) as u8).collect();
+        RgbImage::new(w, h, data).unwrap()
+    }
+
+    #[test]
+    fn identity_is_a_copy() {
+        let img = gradient(13, 7);
+        for r in [Resample::PilLanczos, Resample::PilBicubic, Resample::AtenU8] {
+            let out = resize_rgb(img.view(), 13, 7, r, PassOrder::Pillow13, &Par::inline());
+            assert_eq!(out.unwrap(), img);
+        }
+    }
+
+    #[test]
+    fn constant_image_stays_constant() {
+        let img = RgbImage::new(31, 17, [10u8, 200, 99].repeat(31 * 17)).unwrap();
+        for r in [Resample::PilLanczos, Resample::PilBicubic, Resample::AtenU8] {
+            for (w, h) in [(7, 40), (64, 3), (1, 1), (31, 5), (100, 17)] {
+                let out = resize_rgb(img.view(), w, h, r, PassOrder::Pillow13, &Par::new(3));
+                let out = out.unwrap();
+                assert!(
+                    out.data.chunks(3).all(|p| p == [10, 200, 99]),
+                    "{r:?} {w}x{h}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn bad_sizes_are_argument_errors() {
+        let img = gradient(4, 4);
+        for (w, h) in [(0, 4), (4, 0), (MAX_RESIZE_SIDE + 1, 1), (60_000, 60_000)] {
+            let err = resize_rgb(
+                img.view(),
+                w,
+                h,
+                Resample::PilBicubic,
+                PassOrder::Pillow13,
+                &Par::inline(),
+            );
+            assert!(
+                matches!(err, Err(KernelError::InvalidArgument(_))),
+                "{w}x{h}"
+            );
+        }
+        let empty = RgbView::new(0, 5, &[]).unwrap();
+        let err = resize_rgb(
+            empty,
+            3,
+            3,
+            Resample::AtenU8,
+            PassOrder::Pillow13,
+            &Par::inline(),
+        );
+        assert!(matches!(err, Err(KernelError::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn a_plan_serves_every_image_of_its_size() {
+        let plan = ResizePlan::new(13, 7, 5, 9, Resample::PilBicubic, PassOrder::Pillow13);
+        let plan = plan.unwrap();
+        for img in [
+            gradient(13, 7),
+            RgbImage::new(13, 7, vec![77; 13 * 7 * 3]).unwrap(),
+        ] {
+            let once = resize_rgb(
+                img.view(),
+                5,
+                9,
+                Resample::PilBicubic,
+                PassOrder::Pillow13,
+                &Par::inline(),
+            );
+            assert_eq!(plan.run(img.view(), &Par::new(2)).unwrap(), once.unwrap());
+        }
+        let other = gradient(7, 13);
+        assert!(matches!(
+            plan.run(other.view(), &Par::inline()),
+            Err(KernelError::InvalidArgument(_))
+        ));
+    }
+
+    #[test]
+    fn huge_intermediate_is_refused_not_allocated() {
+        // Pillow 12 order widens 1 column to 60000 before shrinking 60000 rows to 1.
+        let tall = vec![0u8; 60_000 * 3];
+        let src = RgbView::new(1, 60_000, &tall).unwrap();
+        let err = resize_rgb(
+            src,
+            60_000,
+            1,
+            Resample::PilBicubic,
+            PassOrder::Pillow12,
+            &Par::inline(),
+        );
+        assert!(matches!(err, Err(KernelError::InvalidArgument(_))));
+        // Pillow 13 goes vertical first here and needs no large buffer.
+        let ok = resize_rgb(
+            src,
+            60_000,
+            1,
+            Resample::PilBicubic,
+            PassOrder::Pillow13,
+            &Par::inline(),
+        );
+        assert_eq!(ok.unwrap().data.len(), 60_000 * 3);
+    }
+}

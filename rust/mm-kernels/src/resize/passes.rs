@@ -1,0 +1,446 @@
+//! The two single-axis passes over interleaved RGB u8, in fixed point.
+//!
+//! Both passes reduce to one loop shape, `acc[lane] += weight * byte[lane]` in i32 over a run of
+//! contiguous lanes that share a weight:
+//! - vertical: the lanes are bytes of one row; every tap is another input row;
+//! - horizontal: a band of [`BAND`] rows is first transposed into a column-major scratch (for each
+//!   input column, the RGB of every row of the band side by side, one 64-byte slot per column),
+//!   so that every tap is again one contiguous run of lanes and one weight covers the band.
+//!
+//! The arithmetic is exactly the references': `bias + sum(weight * byte)` in i32 (wrapping, as
+//! the two's-complement C does), arithmetic shift right by the precision, clamp to 0..=255. It is
+//! written once portably and once with AVX2 intrinsics (picked at run time on x86-64); a unit test
+//! holds the two bit-identical.
+
+use super::coeffs::AxisCoeffs;
+use crate::par::Par;
+
+/// Rows per horizontal-pass band.
+pub const BAND: usize = 16;
+/// Lanes of a band's column slot in use (RGB of every row).
+const LANES: usize = BAND * 3;
+/// Bytes per column slot in the scratch (one cache line; the tail absorbs 4-byte stores).
+const SLOT: usize = 64;
+
+/// Pixels `x0..x0 + w` of rows `y0..y0 + h` of an image, stored in `data` from row `y0` on:
+/// row `y` starts at byte `(y - y0) * stride + x0 * 3`. (A band of an image keeps the image's
+/// row numbers, so coefficient tables index it directly.)
+#[derive(Clone, Copy, Debug)]
+pub struct Region<'a> {
+    pub data: &'a [u8],
+    /// Bytes per row of `data`.
+    pub stride: usize,
+    pub x0: usize,
+    pub y0: usize,
+    pub w: usize,
+    pub h: usize,
+}
+
+impl<'a> Region<'a> {
+    /// The whole of a tightly packed `w x h` RGB buffer.
+    pub fn full(data: &'a [u8], w: usize, h: usize) -> Self {
+        Self {
+            data,
+            stride: w * 3,
+            x0: 0,
+            y0: 0,
+            w,
+            h,
+        }
+    }
+
+    fn row(&self, y: usize) -> &'a [u8] {
+        &self.data[(y - self.y0) * self.stride + self.x0 * 3..][..self.w * 3]
+    }
+}
+
+/// Which implementation of the inner loops runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    /// The fastest one the running CPU supports.
+    Auto,
+    /// Plain Rust, for every target (the reference for the SIMD versions).
+    Portable,
+}
+
+impl Kernel {
+    fn avx2(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if self == Self::Auto {
+            return std::arch::is_x86_feature_detected!("avx2");
+        }
+        false
+    }
+}
+
+/// Resample the width of `src` (`c.in_size == src.w`) into a new `c.out_size x src.h` buffer.
+pub fn horizontal(src: Region<'_>, c: &AxisCoeffs, par: &Par, kernel: Kernel) -> Vec<u8> {
+    let row_bytes = c.out_size * 3;
+    let mut out = vec![0u8; row_bytes * src.h];
+    par.for_each_band(&mut out, row_bytes, |first, rows| {
+        horizontal_rows(src, c, src.y0 + first, rows, &mut Vec::new(), kernel);
+    });
+    out
+}
+
+/// Resample the height of `src` (`c.in_size == src.h`) into a new `src.w x c.out_size` buffer.
+pub fn vertical(src: Region<'_>, c: &AxisCoeffs, par: &Par, kernel: Kernel) -> Vec<u8> {
+    let row_bytes = src.w * 3;
+    let mut out = vec![0u8; row_bytes * c.out_size];
+    par.for_each_band(&mut out, row_bytes, |first, rows| {
+        vertical_rows(src, c, first, rows, kernel);
+    });
+    out
+}
+
+/// Rows `first..` of the horizontal pass (the same rows of `src`, resampled to `c.out_size`
+/// pixels) into `out`, which holds whole output rows. `scratch` is reused across calls.
+pub fn horizontal_rows(
+    src: Region<'_>,
+    c: &AxisCoeffs,
+    first: usize,
+    out: &mut [u8],
+    scratch: &mut Vec<u8>,
+    kernel: Kernel,
+) {
+    assert_eq!(
+        c.in_size, src.w,
+        "horizontal table does not match the input width"
+    );
+    let row_bytes = c.out_size * 3;
+    scratch.resize(src.w * SLOT + SLOT, 0);
+    let avx2 = kernel.avx2();
+    for (b, band) in out.chunks_mut(row_bytes * BAND).enumerate() {
+        let n = band.len() / row_bytes;
+        transpose_band(src, first + b * BAND, n, scratch);
+        #[cfg(target_arch = "x86_64")]
+        if avx2 {
+            // SAFETY: AVX2 is available (checked by `Kernel::avx2`); the scratch holds `src.w`
+            // slots and every window of `c` lies within `0..src.w`.
+            unsafe { avx2::horizontal_band(scratch, c, band, n) };
+            continue;
+        }
+        let _ = avx2;
+        horizontal_band_portable(scratch, c, band, n);
+    }
+}
+
+/// Rows `first..` of the vertical pass (`c.in_size` is the image height `src` is a band of)
+/// into `out`, which holds whole rows of `src.w` pixels.
+pub fn vertical_rows(
+    src: Region<'_>,
+    c: &AxisCoeffs,
+    first: usize,
+    out: &mut [u8],
+    kernel: Kernel,
+) {
+    let row_bytes = src.w * 3;
+    let avx2 = kernel.avx2();
+    let mut lines: Vec<&[u8]> = Vec::new();
+    for (r, dst) in out.chunks_exact_mut(row_bytes).enumerate() {
+        let yo = first + r;
+        let taps = c.taps(yo);
+        lines.clear();
+        lines.extend((0..taps.len()).map(|k| src.row(c.start[yo] + k)));
+        let done = vertical_row_simd(avx2, &lines, taps, c.precision, dst);
+        vertical_row_portable(&lines, taps, c.precision, dst, done);
+    }
+}
+
+/// The part of an output row of the vertical pass the SIMD kernel covers; returns its length.
+fn vertical_row_simd(
+    avx2: bool,
+    lines: &[&[u8]],
+    taps: &[i32],
+    precision: u32,
+    dst: &mut [u8],
+) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if avx2 {
+        // SAFETY: AVX2 is available (checked by `Kernel::avx2`); every line is as long as `dst`.
+        return unsafe { avx2::vertical_row(lines, taps, precision, dst) };
+    }
+    let _ = (avx2, lines, taps, precision, dst);
+    0
+}
+
+/// Copy rows `y..y + n` of `src` into the column-major scratch: column `x`, row `r` at
+/// `x * SLOT + r * 3`.
+fn transpose_band(src: Region<'_>, y: usize, n: usize, scratch: &mut [u8]) {
+    assert!(n <= BAND && scratch.len() >= src.w * SLOT);
+    let lines: Vec<&[u8]> = (y..y + n).map(|r| src.row(r)).collect();
+    if n == BAND && src.w > 1 {
+        // The rows of a band are `stride` apart in `src.data`: one base pointer serves all.
+        let base = &src.data[(y - src.y0) * src.stride + src.x0 * 3..];
+        assert!(base.len() >= (BAND - 1) * src.stride + src.w * 3);
+        // SAFETY: checked just above: rows `0..BAND` of `base`, `src.stride` bytes apart, each
+        // hold `src.w * 3` bytes, and every read below stays within pixels `0..src.w` of them
+        // (four bytes from pixel `x < src.w - 1`); every write stays within slot `x`.
+        unsafe { transpose_full_band(base.as_ptr(), src.stride, src.w - 1, scratch.as_mut_ptr()) };
+    } else {
+        // Column by column, so the writes stream through the scratch. Four-byte moves: the
+        // fourth byte lands on the next row's lanes (rewritten right after) or in the slot's
+        // unused tail.
+        for (x, slot) in scratch.chunks_exact_mut(SLOT).take(src.w - 1).enumerate() {
+            for (r, line) in lines.iter().enumerate() {
+                slot[r * 3..r * 3 + 4].copy_from_slice(&line[x * 3..x * 3 + 4]);
+            }
+        }
+    }
+    let last = (src.w - 1) * SLOT;
+    for (r, line) in lines.iter().enumerate() {
+        scratch[last + r * 3..last + r * 3 + 3].copy_from_slice(&line[line.len() - 3..]);
+    }
+}
+
+/// Columns `0..cols` of a full band into their slots, four bytes at a time.
+///
+/// # Safety
+/// `src` points at `BAND` rows `stride` bytes apart with at least `cols * 3 + 1` readable
+/// bytes each; `dst` has `cols * SLOT` writable bytes.
+#[inline]
+unsafe fn transpose_full_band(src: *const u8, stride: usize, cols: usize, dst: *mut u8) {
+    for x in 0..cols {
+        let from = src.add(x * 3);
+        let slot = dst.add(x * SLOT);
+        for r in 0..BAND {
+            let px = from.add(r * stride).cast::<u32>().read_unaligned();
+            slot.add(r * 3).cast::<u32>().write_unaligned(px);
+        }
+    }
+}
+
+#[inline(always)]
+fn clip(acc: i32, shift: u32) -> u8 {
+    (acc >> shift).clamp(0, 255) as u8
+}
+
+fn horizontal_band_portable(scratch: &[u8], c: &AxisCoeffs, band: &mut [u8], n: usize) {
+    let row_bytes = c.out_size * 3;
+    let bias = 1i32 << (c.precision - 1);
+    for xo in 0..c.out_size {
+        let base = c.start[xo] * SLOT;
+        let mut acc = [bias; LANES];
+        for (k, &w) in c.taps(xo).iter().enumerate() {
+            let col = &scratch[base + k * SLOT..base + k * SLOT + LANES];
+            for (a, &v) in acc.iter_mut().zip(col) {
+                *a = a.wrapping_add(i32::from(v).wrapping_mul(w));
+            }
+        }
+        for (r, px) in acc.chunks_exact(3).take(n).enumerate() {
+            let at = r * row_bytes + xo * 3;
+            for (d, &a) in band[at..at + 3].iter_mut().zip(px) {
+                *d = clip(a, c.precision);
+            }
+        }
+    }
+}
+
+/// Bytes `from..` of one output row of the vertical pass.
+fn vertical_row_portable(
+    lines: &[&[u8]],
+    taps: &[i32],
+    precision: u32,
+    dst: &mut [u8],
+    from: usize,
+) {
+    const CHUNK: usize = 64;
+    let bias = 1i32 << (precision - 1);
+    let mut j = from;
+    while j < dst.len() {
+        let len = CHUNK.min(dst.len() - j);
+        let mut acc = [bias; CHUNK];
+        for (line, &w) in lines.iter().zip(taps) {
+            for (a, &v) in acc[..len].iter_mut().zip(&line[j..j + len]) {
+                *a = a.wrapping_add(i32::from(v).wrapping_mul(w));
+            }
+        }
+        for (d, &a) in dst[j..j + len].iter_mut().zip(&acc[..len]) {
+            *d = clip(a, precision);
+        }
+        j += len;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{AxisCoeffs, BAND, LANES, SLOT};
+    use std::arch::x86_64::*;
+
+    /// Clamp eight pairs of i32 vectors to u8 in order: `(a, b)` -> 16 bytes of `a` then `b`...
+    /// Returns 32 bytes: `a[0..8] b[0..8] c[0..8] d[0..8]`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn pack4(a: __m256i, b: __m256i, c: __m256i, d: __m256i) -> __m256i {
+        // packs/packus work per 128-bit lane; the permute restores the order.
+        let ab = _mm256_packs_epi32(a, b);
+        let cd = _mm256_packs_epi32(c, d);
+        let bytes = _mm256_packus_epi16(ab, cd);
+        _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7))
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn sra(v: __m256i, shift: __m128i) -> __m256i {
+        _mm256_sra_epi32(v, shift)
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn widen8(p: *const u8) -> __m256i {
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64(p.cast()))
+    }
+
+    /// One band of the horizontal pass from the column-major scratch.
+    ///
+    /// # Safety
+    /// AVX2 must be available; `scratch` holds `c.in_size` slots of `SLOT` bytes, and `band`
+    /// holds `n <= BAND` output rows of `c.out_size * 3` bytes.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn horizontal_band(scratch: &[u8], c: &AxisCoeffs, band: &mut [u8], n: usize) {
+        const _: () = assert!(LANES == 48 && SLOT >= 48);
+        let row_bytes = c.out_size * 3;
+        assert!(scratch.len() >= c.in_size * SLOT && n <= BAND && band.len() >= n * row_bytes);
+        let bias = _mm256_set1_epi32(1 << (c.precision - 1));
+        let shift = _mm_cvtsi32_si128(c.precision as i32);
+        let mut tmp = [0u8; 64];
+        for xo in 0..c.out_size {
+            let taps = c.taps(xo);
+            assert!(c.start[xo] + taps.len() <= c.in_size);
+            let mut p = scratch.as_ptr().add(c.start[xo] * SLOT);
+            let (mut a0, mut a1, mut a2, mut a3, mut a4, mut a5) =
+                (bias, bias, bias, bias, bias, bias);
+            for &w in taps {
+                let w = _mm256_set1_epi32(w);
+                a0 = _mm256_add_epi32(a0, _mm256_mullo_epi32(widen8(p), w));
+                a1 = _mm256_add_epi32(a1, _mm256_mullo_epi32(widen8(p.add(8)), w));
+                a2 = _mm256_add_epi32(a2, _mm256_mullo_epi32(widen8(p.add(16)), w));
+                a3 = _mm256_add_epi32(a3, _mm256_mullo_epi32(widen8(p.add(24)), w));
+                a4 = _mm256_add_epi32(a4, _mm256_mullo_epi32(widen8(p.add(32)), w));
+                a5 = _mm256_add_epi32(a5, _mm256_mullo_epi32(widen8(p.add(40)), w));
+                p = p.add(SLOT);
+            }
+            let lo = pack4(
+                sra(a0, shift),
+                sra(a1, shift),
+                sra(a2, shift),
+                sra(a3, shift),
+            );
+            let hi = pack4(sra(a4, shift), sra(a5, shift), bias, bias);
+            _mm256_storeu_si256(tmp.as_mut_ptr().cast(), lo);
+            _mm256_storeu_si256(tmp.as_mut_ptr().add(32).cast(), hi);
+            if xo + 1 < c.out_size {
+                // Four-byte stores: the fourth byte is the next pixel's, written right after.
+                let dst = band.as_mut_ptr().add(xo * 3);
+                for r in 0..n {
+                    let px = tmp.as_ptr().add(r * 3).cast::<u32>().read_unaligned();
+                    dst.add(r * row_bytes).cast::<u32>().write_unaligned(px);
+                }
+            } else {
+                for r in 0..n {
+                    let at = r * row_bytes + xo * 3;
+                    band[at..at + 3].copy_from_slice(&tmp[r * 3..r * 3 + 3]);
+                }
+            }
+        }
+    }
+
+    /// The first `64 * k` bytes of one output row of the vertical pass; returns how many.
+    ///
+    /// # Safety
+    /// AVX2 must be available; every line is at least `dst.len()` bytes.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn vertical_row(
+        lines: &[&[u8]],
+        taps: &[i32],
+        precision: u32,
+        dst: &mut [u8],
+    ) -> usize {
+        assert!(lines.len() == taps.len() && lines.iter().all(|l| l.len() >= dst.len()));
+        let bias = _mm256_set1_epi32(1 << (precision - 1));
+        let shift = _mm_cvtsi32_si128(precision as i32);
+        let mut j = 0;
+        while j + 64 <= dst.len() {
+            let mut a = [bias; 8];
+            for (line, &w) in lines.iter().zip(taps) {
+                let w = _mm256_set1_epi32(w);
+                let p = line.as_ptr().add(j);
+                a[0] = _mm256_add_epi32(a[0], _mm256_mullo_epi32(widen8(p), w));
+                a[1] = _mm256_add_epi32(a[1], _mm256_mullo_epi32(widen8(p.add(8)), w));
+                a[2] = _mm256_add_epi32(a[2], _mm256_mullo_epi32(widen8(p.add(16)), w));
+                a[3] = _mm256_add_epi32(a[3], _mm256_mullo_epi32(widen8(p.add(24)), w));
+                a[4] = _mm256_add_epi32(a[4], _mm256_mullo_epi32(widen8(p.add(32)), w));
+                a[5] = _mm256_add_epi32(a[5], _mm256_mullo_epi32(widen8(p.add(40)), w));
+                a[6] = _mm256_add_epi32(a[6], _mm256_mullo_epi32(widen8(p.add(48)), w));
+                a[7] = _mm256_add_epi32(a[7], _mm256_mullo_epi32(widen8(p.add(56)), w));
+            }
+            let lo = pack4(
+                sra(a[0], shift),
+                sra(a[1], shift),
+                sra(a[2], shift),
+                sra(a[3], shift),
+            );
+            let hi = pack4(
+                sra(a[4], shift),
+                sra(a[5], shift),
+                sra(a[6], shift),
+                sra(a[7], shift),
+            );
+            _mm256_storeu_si256(dst.as_mut_ptr().add(j).cast(), lo);
+            _mm256_storeu_si256(dst.as_mut_ptr().add(j + 32).cast(), hi);
+            j += 64;
+        }
+        j
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resize::coeffs::{AxisCoeffs, Filter};
+
+    fn noise(n: usize, seed: u64) -> Vec<u8> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (s >> 56) as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn simd_and_portable_kernels_agree() {
+        let sizes = [
+            (1, 1),
+            (1, 40),
+            (40, 1),
+            (17, 33),
+            (100, 37),
+            (129, 70),
+            (300, 91),
+        ];
+        for (k, &(w, h)) in sizes.iter().enumerate() {
+            let img = noise(w * h * 3, k as u64);
+            let src = Region::full(&img, w, h);
+            for &(ow, oh) in &[
+                (1, 1),
+                (w * 2 + 1, h * 3 + 2),
+                ((w / 3).max(1), (h / 2).max(1)),
+            ] {
+                for f in [Filter::PilLanczos, Filter::PilBicubic] {
+                    let hc = AxisCoeffs::pil(f, w, ow).unwrap();
+                    let a = horizontal(src, &hc, &Par::new(2), Kernel::Auto);
+                    let b = horizontal(src, &hc, &Par::inline(), Kernel::Portable);
+                    assert_eq!(a, b, "horizontal {w}x{h} -> {ow}");
+                    let vc = AxisCoeffs::aten_bicubic(h, oh).unwrap();
+                    let a = vertical(src, &vc, &Par::new(3), Kernel::Auto);
+                    let b = vertical(src, &vc, &Par::inline(), Kernel::Portable);
+                    assert_eq!(a, b, "vertical {w}x{h} -> {oh}");
+                }
+            }
+        }
+    }
+}
