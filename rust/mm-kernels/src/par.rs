@@ -80,6 +80,51 @@ impl Par {
         slots.into_iter().flatten().collect()
     }
 
+    /// Producer/consumer overlap: `consume` starts at once on `threads - 1` threads of its own
+    /// while the calling thread runs `produce`, then runs `consume` too. Inline (one thread),
+    /// `produce` runs first and `consume` once after it. `consume` must return once the
+    /// producer is done and no work is left (e.g. reading from a [`crate::feed::RowFeed`] the
+    /// producer fills, which releases its readers when the producer drops its writer).
+    pub fn pipeline<T, P, C>(&self, produce: P, consume: C) -> T
+    where
+        P: FnOnce() -> T,
+        C: Fn() + Sync,
+    {
+        if self.threads <= 1 {
+            let out = produce();
+            consume();
+            return out;
+        }
+        self.spawn_pipeline(produce, &consume)
+    }
+
+    #[cfg(feature = "parallel")]
+    fn spawn_pipeline<T, P, C>(&self, produce: P, consume: &C) -> T
+    where
+        P: FnOnce() -> T,
+        C: Fn() + Sync,
+    {
+        std::thread::scope(|s| {
+            for _ in 1..self.threads {
+                s.spawn(consume);
+            }
+            let out = produce();
+            consume();
+            out
+        })
+    }
+
+    #[cfg(not(feature = "parallel"))]
+    fn spawn_pipeline<T, P, C>(&self, produce: P, consume: &C) -> T
+    where
+        P: FnOnce() -> T,
+        C: Fn() + Sync,
+    {
+        let out = produce();
+        consume();
+        out
+    }
+
     #[cfg(feature = "parallel")]
     fn spawn_bands<T, F>(&self, out: &mut [T], row_len: usize, rows: usize, n: usize, f: &F)
     where
@@ -120,6 +165,34 @@ mod tests {
         let want: Vec<u32> = items.iter().map(|x| x * 3).collect();
         for t in 0..6 {
             assert_eq!(Par::new(t).map(&items, |_, x| x * 3), want);
+        }
+    }
+
+    #[test]
+    fn pipeline_consumers_see_every_published_row() {
+        use crate::feed::RowFeed;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        for t in 0..5 {
+            let mut feed = RowFeed::new(vec![0u8; 50], 1);
+            let (mut w, r) = feed.split();
+            let next = AtomicUsize::new(0);
+            let sum = AtomicUsize::new(0);
+            let produced = Par::new(t).pipeline(
+                move || {
+                    for i in 0..50 {
+                        w.unpublished_mut()[0] = i as u8;
+                        w.publish(i + 1);
+                    }
+                    7
+                },
+                || loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(rows) = r.wait(i + 1) else { break };
+                    sum.fetch_add(usize::from(rows[i]), Ordering::Relaxed);
+                },
+            );
+            assert_eq!(produced, 7);
+            assert_eq!(sum.load(Ordering::Relaxed), (0..50).sum::<usize>());
         }
     }
 
