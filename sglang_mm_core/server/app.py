@@ -1,0 +1,350 @@
+"""The HTTP ingress (FastAPI on uvicorn): endpoints, body cap, deadline, disconnects, metrics.
+
+Handlers never run pipeline code: they read and validate the body, hand a `Ticket` to the
+engine and await its answer, watching for the client leaving and the deadline passing. The
+body is read by hand (not by FastAPI's body parameter) so the cap is enforced while reading and
+a malformed body gets the server's own 422 shape; the schema is still published in OpenAPI."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any, Literal
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
+
+from ..carriers import MmInput
+from .engine import Engine, Format, Kind, Ticket
+from .errors import Answer, answer_for, error_answer, not_ready, shutting_down
+from .schema import (
+    ErrorBody,
+    FamiliesAnswer,
+    FamilyEntry,
+    HealthAnswer,
+    PreprocessRequest,
+    TokensAnswer,
+)
+
+log = logging.getLogger("sglang_mm.server")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+CLIENT_CLOSED = 499  # nginx's convention; the answer is never delivered, only counted
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "Bad request content (fetch, decode, layout)."},
+    408: {"model": ErrorBody, "description": "The body did not arrive within the deadline."},
+    413: {"model": ErrorBody, "description": "Over a limit (limits.*, the body cap)."},
+    422: {"model": ErrorBody, "description": "Malformed JSON, or not the request schema."},
+    503: {
+        "model": ErrorBody,
+        "description": "Queue full, deadline passed, starting or shutting down (with Retry-After).",
+    },
+}
+
+
+class BufferResponse(Response):
+    """An `Answer` sent as is: its buffers written one after another, never joined."""
+
+    def __init__(self, answer: Answer) -> None:
+        chunks = [answer.body] if isinstance(answer.body, bytes) else answer.body
+        headers = {**answer.headers, "content-length": str(answer.size)}
+        super().__init__(None, answer.status, headers, answer.media_type)
+        self._chunks = chunks
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send(
+            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+        )
+        for chunk in self._chunks:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _respond(engine: Engine, answer: Answer) -> Response:
+    if answer.error_type is not None:
+        engine.metrics.errors.labels(answer.error_type).inc()
+    return BufferResponse(answer)
+
+
+def _validation_message(err: ValidationError | RequestValidationError) -> str:
+    parts = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e.get("loc", ()) if p != "body")
+        parts.append(f"{loc or '(body)'}: {e.get('msg', 'invalid')}")
+    return "; ".join(parts) or "invalid request"
+
+
+async def _read_body(request: Request, cap: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > cap:
+        raise _TooLarge(int(declared))
+    chunks: list[bytes] = []
+    total = 0
+    async for chunk in request.stream():
+        total += len(chunk)
+        if total > cap:
+            raise _TooLarge(total)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Returns when the client closes the connection (the body has been read already)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+async def _await_answer(engine: Engine, ticket: Ticket, request: Request) -> Answer | None:
+    """The ticket's answer; None if the client left first. Past the deadline the engine
+    answers 503 unless processing is over (then the host answers, with no deadline)."""
+    watcher = asyncio.ensure_future(_disconnected(request.receive))
+    bounded = True
+    try:
+        while True:
+            timeout = max(0.0, ticket.deadline - time.monotonic()) if bounded else None
+            waiting: set[asyncio.Future[Any]] = {ticket.future, watcher}
+            await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            if ticket.future.done():
+                return ticket.future.result()
+            if watcher.done():
+                engine.forget(ticket)
+                return None
+            if not engine.expire(ticket):
+                bounded = False
+    finally:
+        watcher.cancel()
+
+
+async def _serve(engine: Engine, request: Request, kind: Kind, fmt: Format) -> Response:
+    if not engine.ready:
+        return _respond(engine, shutting_down() if engine.pipeline else not_ready())
+    deadline = time.monotonic() + engine.config.deadline_s
+    cap = engine.spec.spec.limits.max_body_bytes
+    try:
+        body = await asyncio.wait_for(_read_body(request, cap), engine.config.deadline_s)
+    except _TooLarge as e:
+        return _respond(
+            engine,
+            error_answer(
+                413,
+                "LimitError",
+                f"request body of {e.args[0]} bytes or more is over limits.max_body_bytes = {cap}",
+                headers={"Connection": "close"},
+            ),
+        )
+    except asyncio.TimeoutError:
+        return _respond(
+            engine,
+            error_answer(
+                408,
+                "RequestTimeout",
+                f"the request body did not arrive within the deadline of "
+                f"{engine.config.deadline_s:g} s",
+                headers={"Connection": "close"},
+            ),
+        )
+    except ClientDisconnect:
+        engine.metrics.disconnects.inc()
+        return Response(status_code=CLIENT_CLOSED)
+    try:
+        doc = PreprocessRequest.model_validate_json(body)
+    except ValidationError as e:
+        return _respond(engine, error_answer(422, "ValidationError", _validation_message(e)))
+    rid = doc.rid if doc.rid is not None or kind != "submit" else engine.new_rid()
+    req = MmInput(input_ids=doc.input_ids, images=doc.images, rid=rid)
+    ticket = Ticket(kind, req, rid or "", fmt, asyncio.get_running_loop(), deadline)
+    refused = engine.submit(ticket)
+    if refused is not None:
+        return _respond(engine, refused)
+    answer = await _await_answer(engine, ticket, request)
+    if answer is None:
+        return Response(status_code=CLIENT_CLOSED)
+    return _respond(engine, answer)
+
+
+def _request_body_doc() -> dict[str, Any]:
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": PreprocessRequest.model_json_schema()}},
+        }
+    }
+
+
+class MetricsMiddleware:
+    """Counts every HTTP answer by endpoint and status and times it."""
+
+    def __init__(self, app: Any, engine: Engine, endpoints: set[str]) -> None:
+        self.app = app
+        self.engine = engine
+        self.endpoints = endpoints
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = [500]
+
+        async def send_status(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            path = scope.get("path", "")
+            endpoint = path if path in self.endpoints else "other"
+            m = self.engine.metrics
+            m.requests.labels(endpoint, str(status[0])).inc()
+            m.latency.labels(endpoint).observe(time.perf_counter() - start)
+
+
+def create_app(engine: Engine, families: list[FamilyEntry], *, embedded: bool = False) -> FastAPI:
+    """The ASGI app of one engine; ``embedded`` adds ``POST /v1/submit``."""
+    from .. import __version__
+
+    app = FastAPI(
+        title="sglang-mm preprocessing server",
+        version=__version__,
+        description="Multimodal preprocessing (fetch, decode, resize, normalise, layout, "
+        "positions) as a service. Answers are safetensors by default.",
+        docs_url=None,
+        redoc_url=None,
+    )
+
+    @app.exception_handler(RequestValidationError)
+    async def _on_validation(request: Request, exc: RequestValidationError) -> Response:
+        return _respond(engine, error_answer(422, "ValidationError", _validation_message(exc)))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _on_http(request: Request, exc: StarletteHTTPException) -> Response:
+        names = {404: "NotFound", 405: "MethodNotAllowed"}
+        kind = names.get(exc.status_code, "HTTPError")
+        return _respond(
+            engine,
+            error_answer(exc.status_code, kind, str(exc.detail), headers=dict(exc.headers or {})),
+        )
+
+    @app.exception_handler(Exception)
+    async def _on_bug(request: Request, exc: Exception) -> Response:
+        return _respond(engine, answer_for(exc, f"{request.method} {request.url.path}"))
+
+    @app.post(
+        "/v1/preprocess",
+        summary="Preprocess one request",
+        description="Answers the whole result: safetensors by default (header "
+        "`X-Format: safetensors`), or JSON with `?format=json`.",
+        responses={
+            200: {
+                "description": "The model-ready result.",
+                "content": {
+                    "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+                    "application/json": {"schema": {"type": "object"}},
+                },
+            },
+            **_ERRORS,
+        },
+        response_class=Response,
+        openapi_extra=_request_body_doc(),
+    )
+    async def preprocess(
+        request: Request,
+        format: Literal["safetensors", "json"] = Query(
+            "safetensors", description="Body format of the answer."
+        ),
+    ) -> Response:
+        return await _serve(engine, request, "preprocess", format)
+
+    @app.post(
+        "/v1/tokens",
+        summary="Count tokens from image headers (no pixel decode)",
+        response_model=TokensAnswer,
+        responses=_ERRORS,
+        openapi_extra=_request_body_doc(),
+    )
+    async def tokens(request: Request) -> Response:
+        return await _serve(engine, request, "tokens", "json")
+
+    if embedded:
+
+        @app.post(
+            "/v1/submit",
+            summary="Submit a request to the host process (embedded mode)",
+            description="Processed by a worker, parked for the host, answered by the host.",
+            responses={
+                200: {"description": "The host's answer (its own body and content type)."},
+                409: {"model": ErrorBody, "description": "The rid is already in flight."},
+                **_ERRORS,
+            },
+            response_class=Response,
+            openapi_extra=_request_body_doc(),
+        )
+        async def submit(request: Request) -> Response:
+            return await _serve(engine, request, "submit", "safetensors")
+
+    @app.get("/v1/families", response_model=FamiliesAnswer)
+    async def list_families() -> FamiliesAnswer:
+        return FamiliesAnswer(
+            serving=engine.family, spec_fingerprint=engine.fingerprint, installed=families
+        )
+
+    @app.get(
+        "/health",
+        response_model=HealthAnswer,
+        responses={503: {"model": ErrorBody, "description": "Starting or shutting down."}},
+    )
+    async def health() -> Response:
+        if not engine.ready:
+            return _respond(engine, shutting_down() if engine.pipeline else not_ready())
+        body = HealthAnswer(
+            status="ok",
+            family=engine.family,
+            spec_fingerprint=engine.fingerprint,
+            workers=engine.config.workers,
+        )
+        return Response(body.model_dump_json(), media_type="application/json")
+
+    @app.get(
+        "/metrics",
+        response_class=Response,
+        responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+    )
+    async def metrics() -> Response:
+        return Response(engine.metrics.render(), media_type=engine.metrics.content_type)
+
+    endpoints = {r.path for r in app.routes if hasattr(r, "path")}
+    app.add_middleware(MetricsMiddleware, engine=engine, endpoints=endpoints)
+    return app
+
+
+def families_of(registry: Any) -> list[FamilyEntry]:
+    """The installed families of ``registry`` (the default one when None)."""
+    from ..registry import default_registry
+
+    reg = registry if registry is not None else default_registry()
+    return [
+        FamilyEntry(name=name, distribution=i.distribution, version=i.version)
+        for name, i in sorted(reg.families().items())
+    ]
+
+
+__all__ = ["BufferResponse", "MetricsMiddleware", "create_app", "families_of"]

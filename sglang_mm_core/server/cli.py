@@ -1,0 +1,75 @@
+"""The ``sglang-mm serve`` subcommand, kept here so the main CLI only wires it in. Importing
+this module needs none of the server's dependencies; running the command does."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from ..errors import SpecError
+from .config import DEFAULT_DEADLINE_S, DEFAULT_QUEUE_SIZE
+
+
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        from .standalone import serve
+    except ImportError as e:
+        raise SpecError(
+            f"`sglang-mm serve` needs the server extra: pip install 'sglang-mm-core[server]' ({e})"
+        ) from None
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    return serve(
+        args.spec,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        pin_cores=args.pin_cores,
+        queue_size=args.queue_size,
+        deadline_s=args.deadline_s,
+        log_level=args.log_level,
+    )
+
+
+def add_serve_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "serve",
+        help="run the preprocessing HTTP server",
+        description="Serve POST /v1/preprocess, /v1/tokens, GET /v1/families, /health, "
+        "/metrics and /openapi.json for one spec.",
+    )
+    p.add_argument("--spec", required=True, metavar="S", help="spec JSON file (or JSON text)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port to listen on (8000; 0 = any)")
+    p.add_argument(
+        "--workers", type=int, default=None, help="worker threads (default: min(4, cores))"
+    )
+    p.add_argument(
+        "--pin-cores",
+        action="store_true",
+        help="keep the lowest min(2, n/4) cores for the ingress, pin workers to the rest",
+    )
+    p.add_argument(
+        "--queue-size",
+        type=int,
+        default=DEFAULT_QUEUE_SIZE,
+        help=f"requests waiting for a worker before 503 ({DEFAULT_QUEUE_SIZE})",
+    )
+    p.add_argument(
+        "--deadline-s",
+        type=float,
+        default=DEFAULT_DEADLINE_S,
+        help=f"per-request deadline in seconds ({DEFAULT_DEADLINE_S:g})",
+    )
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="log level (info)",
+    )
+    p.set_defaults(func=_serve)
+
+
+__all__ = ["add_serve_command"]

@@ -1,0 +1,128 @@
+"""Server settings and the server's secure fetch defaults.
+
+The library's fetch defaults suit a trusted caller (files and private addresses allowed); a
+network service must not read arbitrary files or reach internal hosts for whoever can post to
+it. The server therefore flips two defaults, unless the spec document sets them itself:
+``fetch.allow_file`` follows ``fetch.file_root`` (file sources only under a root) and
+``fetch.allow_private_networks`` is false. "Sets them itself" means the key is written in the
+document (pydantic's ``model_fields_set``), even if its value equals the library default.
+
+Likewise ``threads``: the library's pool of ``min(8, cores)`` suits one caller; a server runs
+several workers at once, so unless the spec (a number, not null) or ``$SGL_MM_THREADS`` says
+otherwise each worker gets ``cores // workers`` kernel threads: together they fill the cores
+once."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..driver import THREADS_ENV
+from ..registry import Registry
+from ..spec import ResolvedSpec, Spec, load_spec
+from .errors import LaunchError
+
+log = logging.getLogger("sglang_mm.server")
+
+SpecInput = str | bytes | Mapping[str, Any] | Path | Spec | ResolvedSpec
+
+DEFAULT_QUEUE_SIZE = 64
+DEFAULT_RING_SIZE = 1024
+DEFAULT_DEADLINE_S = 60.0
+DEFAULT_RING_CHUNK_IDS = 1 << 22  # 32 MiB of int64 ids per arena chunk, paged in on use
+MAX_DEFAULT_WORKERS = 4
+
+
+def default_workers(server_cores: tuple[int, ...] | None) -> int:
+    """One worker per server core, at most 4: each worker's items fan out further through the
+    pipeline's own pool."""
+    if server_cores is not None:
+        n = len(server_cores)
+    else:
+        getaff = getattr(os, "sched_getaffinity", None)
+        n = len(getaff(0)) if getaff is not None else (os.cpu_count() or 1)
+    return max(1, min(MAX_DEFAULT_WORKERS, n))
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """How many workers, how much may wait, and for how long.
+
+    ``queue_size``: accepted requests waiting for a worker; past it new ones get 503.
+    ``ring_size``: processed requests parked for the host (embedded mode); when full, workers
+    wait, the queue fills and new requests get 503.
+    ``deadline_s``: from arrival to the end of processing (body upload included); past it the
+    request is answered 503 (408 if the client had not finished sending its body)."""
+
+    workers: int
+    queue_size: int = DEFAULT_QUEUE_SIZE
+    ring_size: int = DEFAULT_RING_SIZE
+    deadline_s: float = DEFAULT_DEADLINE_S
+    ring_chunk_ids: int = DEFAULT_RING_CHUNK_IDS
+
+    def validate(self) -> None:
+        for name, value in (
+            ("workers", self.workers),
+            ("queue_size", self.queue_size),
+            ("ring_size", self.ring_size),
+            ("ring_chunk_ids", self.ring_chunk_ids),
+        ):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise LaunchError(f"{name} must be an integer >= 1, got {value!r}")
+        if not (self.deadline_s > 0):
+            raise LaunchError(f"deadline_s must be > 0 seconds, got {self.deadline_s!r}")
+
+
+def _server_policy(spec: Spec, fetch_set: set[str], top_set: set[str], threads: int | None) -> Spec:
+    """``spec`` with the server's defaults for the fields its document left out."""
+    fetch = spec.fetch
+    update: dict[str, Any] = {}
+    if "allow_private_networks" not in fetch_set:
+        update["allow_private_networks"] = False
+    if "allow_file" not in fetch_set:
+        update["allow_file"] = fetch.file_root is not None
+    elif fetch.allow_file and fetch.file_root is None:
+        log.warning(
+            "fetch.allow_file is true without fetch.file_root: clients may read any file "
+            "this server can read"
+        )
+    top: dict[str, Any] = {"fetch": fetch.model_copy(update=update)}
+    # ``threads: null`` is the library's "decide for me", so it counts as unset here.
+    unset = "threads" not in top_set or spec.threads is None
+    if unset and threads is not None and not os.environ.get(THREADS_ENV):
+        top["threads"] = threads
+    return spec.model_copy(update=top)
+
+
+def server_spec(
+    spec: SpecInput, *, registry: Registry | None = None, threads: int | None = None
+) -> ResolvedSpec:
+    """Validate ``spec`` and apply the server's defaults to the fields it leaves out: the
+    secure fetch policy, and ``threads`` (each worker's kernel threads) when given and neither
+    the spec nor ``$SGL_MM_THREADS`` sets it. A `Spec`/`ResolvedSpec` object counts the fields
+    it was built with as set."""
+    if isinstance(spec, Spec):
+        fields = (set(spec.fetch.model_fields_set), set(spec.model_fields_set))
+        return load_spec(_server_policy(spec, *fields, threads), registry=registry)
+    if not isinstance(spec, ResolvedSpec):
+        spec = load_spec(spec, registry=registry)
+    s = spec.spec
+    policy = _server_policy(s, set(s.fetch.model_fields_set), set(s.model_fields_set), threads)
+    return ResolvedSpec(policy, spec.family, spec.params)
+
+
+def thread_share(workers: int, server_cores: tuple[int, ...] | None) -> int:
+    """Kernel threads per worker so that all workers together fill the server's cores once."""
+    if server_cores is not None:
+        n = len(server_cores)
+    else:
+        getaff = getattr(os, "sched_getaffinity", None)
+        n = len(getaff(0)) if getaff is not None else (os.cpu_count() or 1)
+    return max(1, n // max(1, workers))
+
+
+__all__ = ["ServerConfig", "SpecInput", "default_workers", "server_spec", "thread_share"]

@@ -1,0 +1,138 @@
+"""The standalone service behind ``sglang-mm serve``: uvicorn in the main thread, the pipeline
+built in the background (``/health`` says 503 until it is), workers pinned on request.
+
+On SIGINT/SIGTERM the server stops accepting (new and queued requests get 503), lets running
+requests finish and their answers go out, then stops."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from types import FrameType
+from typing import Any
+
+import uvicorn
+
+from ..registry import Registry
+from .app import create_app, families_of
+from .config import (
+    DEFAULT_DEADLINE_S,
+    DEFAULT_QUEUE_SIZE,
+    ServerConfig,
+    SpecInput,
+    default_workers,
+    server_spec,
+    thread_share,
+)
+from .cores import allowed_cores, partition_cores, pin_current_thread
+from .engine import Engine
+from .errors import LaunchError
+from .ingress import bind, uvicorn_server
+
+log = logging.getLogger("sglang_mm.server")
+
+SHUTDOWN_JOIN_S = 10.0
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, plus the engine's part of a graceful stop."""
+
+    engine: Engine
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        # A signal handler must not take the engine lock (the interrupted code may hold it).
+        threading.Thread(target=self.engine.stop_accepting, daemon=True).start()
+        super().handle_exit(sig, frame)
+
+    async def shutdown(self, sockets: Any = None) -> None:
+        await asyncio.to_thread(self.engine.stop_accepting)
+        await super().shutdown(sockets)
+        await asyncio.to_thread(self.engine.join_workers, SHUTDOWN_JOIN_S)
+        self.engine.answer_all_pending()
+
+
+def serve(
+    spec: SpecInput,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    workers: int | None = None,
+    pin_cores: bool = False,
+    queue_size: int = DEFAULT_QUEUE_SIZE,
+    deadline_s: float = DEFAULT_DEADLINE_S,
+    log_level: str = "info",
+    registry: Registry | None = None,
+) -> int:
+    """Serve until interrupted; returns the exit status. Settings that cannot be honoured
+    raise `LaunchError` naming the option; a bad spec raises `SpecError`."""
+    launch_cores: tuple[int, ...] | None = None
+    server_cores: tuple[int, ...] | None = None
+    if pin_cores:
+        launch_cores, server_cores = partition_cores()
+        if server_cores is None:
+            have = allowed_cores()
+            what = "no CPU affinity API" if have is None else f"{len(have)} allowed core(s)"
+            raise LaunchError(
+                f"--pin-cores: partitioning needs an affinity API and at least 4 allowed "
+                f"cores; this process has {what}"
+            )
+    config = ServerConfig(
+        workers=default_workers(server_cores) if workers is None else workers,
+        queue_size=queue_size,
+        deadline_s=deadline_s,
+    )
+    try:
+        config.validate()
+    except LaunchError as e:
+        name, _, rest = e.message.partition(" ")
+        raise LaunchError(f"--{name.replace('_', '-')} {rest}") from None
+    resolved = server_spec(
+        spec, registry=registry, threads=thread_share(config.workers, server_cores)
+    )
+    sock = bind(host, port, "--host/--port")
+    engine = Engine(resolved, config, server_cores=server_cores)
+    app = create_app(engine, families_of(registry))
+    server = uvicorn_server(app, log_level=log_level, graceful_s=deadline_s, cls=_Server)
+    assert isinstance(server, _Server)
+    server.engine = engine
+    ingress_tid = threading.get_native_id()
+
+    def build() -> None:
+        try:
+            engine.build()
+        except BaseException as e:
+            log.error("cannot build the pipeline: %s: %s", type(e).__name__, e)
+            server.should_exit = True
+            return
+        pin_current_thread(launch_cores, "the ingress", tid=ingress_tid)
+        f = resolved.spec.fetch
+        log.info(
+            "serving family %s (spec %s) on http://%s:%d with %d worker(s) x %s thread(s)%s; "
+            "fetch: allow_file=%s file_root=%s allow_private_networks=%s",
+            engine.family,
+            engine.fingerprint[:12],
+            host,
+            sock.getsockname()[1],
+            config.workers,
+            engine.pipeline.threads if engine.pipeline else "?",
+            f", workers on cores {list(server_cores)}" if server_cores else "",
+            f.allow_file,
+            f.file_root,
+            f.allow_private_networks,
+        )
+
+    builder = threading.Thread(target=build, name="sglang-mm-build", daemon=True)
+    builder.start()
+    try:
+        server.run(sockets=[sock])
+    finally:
+        builder.join()
+        engine.close()
+        sock.close()
+    if engine.failed is not None:
+        raise engine.failed
+    return 0
+
+
+__all__ = ["serve"]
