@@ -37,6 +37,23 @@ IMG, VS, VE = 151655, 151652, 151653
 QUICK = "--quick" in sys.argv
 
 
+def shipped() -> dict[str, int]:
+    """The pixel bounds the plugin's Qwen2 defaults ship (Qwen2-VL's preprocessor_config.json).
+    HF's processor classes default to a smaller ``longest_edge`` (1003520), so the references
+    must be given these or they would resize to a twelfth of the pixels."""
+    from sglang_mm_qwen_vl.params import Params
+
+    p = Params()
+    return {"min_pixels": p.min_pixels, "max_pixels": p.max_pixels}
+
+
+def same_shape(name: str, ref: Any, ours: Any) -> None:
+    """Refuse to compare timings of different amounts of work."""
+    got, want = tuple(ours.items[0].feature.array.shape), tuple(ref["pixel_values"].shape)
+    if got != want:
+        raise SystemExit(f"{name}: reference made pixel_values {want}, sglang-mm {got}")
+
+
 def _photos() -> list[np.ndarray]:
     gray = skdata.camera()
     return [
@@ -140,12 +157,14 @@ def peak_memory(data: bytes) -> None:
 def end_to_end(name: str, data: bytes, repeat: int) -> None:
     from transformers import Qwen2VLImageProcessorPil
 
-    ref = Qwen2VLImageProcessorPil()
+    ref = Qwen2VLImageProcessorPil(**shipped())
     hf_ms = timed(lambda: ref(images=[hf_load(data)], return_tensors="np"), repeat)
     print(f"{name}: HF Qwen2VLImageProcessorPil + Pillow decode  {hf_ms:8.1f} ms")
+    want = ref(images=[hf_load(data)], return_tensors="np")
     for resample in ("pil", "aten_u8"):
         with pipeline_from_spec(spec(0, resample)) as pipe:
             req = request([data])
+            same_shape(name, want, pipe.process(req))
             ms = timed(lambda pipe=pipe, req=req: pipe.process(req), repeat)
         print(
             f"{name}: sglang-mm resample={resample:<8} threads=0      {ms:8.1f} ms"
@@ -161,13 +180,14 @@ def torch_compare(name: str, data: bytes, repeat: int) -> None:
     except ImportError:
         print(f"{name}: torchvision backend: skipped (torch is not installed here)")
         return
-    ref = Qwen2VLImageProcessor()
+    ref = Qwen2VLImageProcessor(**shipped())
     for threads in (1, 2):
         torch.set_num_threads(threads)
         tv_ms = timed(lambda: ref(images=[hf_load(data)], return_tensors="pt"), repeat)
         ours = 0 if threads == 1 else 2
         with pipeline_from_spec(spec(ours)) as pipe:
             req = request([data])
+            same_shape(name, ref(images=[hf_load(data)], return_tensors="pt"), pipe.process(req))
             ms = timed(lambda pipe=pipe, req=req: pipe.process(req), repeat)
         print(
             f"{name}: HF torchvision backend, torch threads={threads}: {tv_ms:8.1f} ms; "

@@ -1,15 +1,18 @@
 //! `sglang_mm_qwen_vl._native`: the Qwen-VL family kernel. Argument parsing and array wrapping
 //! stay here; the pixel work runs in [`process`] with the GIL released.
 
+pub mod fused;
 mod hugepages;
 pub mod normalize;
 pub mod patchify;
+mod pool;
 pub mod process;
 pub mod smart;
 
 use mm_kernels::Par;
-use mm_pyglue::{array_from_vec, rgb_view, to_pyerr};
-use numpy::{PyArrayDyn, PyReadonlyArray3};
+use mm_pyglue::{rgb_view, to_pyerr};
+use numpy::ndarray::ArrayView2;
+use numpy::{PyArray2, PyReadonlyArray3};
 use pyo3::prelude::*;
 
 use crate::process::{Config, Settings};
@@ -66,7 +69,7 @@ impl Processor {
         py: Python<'py>,
         image: PyReadonlyArray3<'py, u8>,
         threads: usize,
-    ) -> PyResult<(Bound<'py, PyArrayDyn<f32>>, (usize, usize), (usize, usize))> {
+    ) -> PyResult<(Bound<'py, PyArray2<f32>>, (usize, usize), (usize, usize))> {
         let view = rgb_view(&image).map_err(|e| to_pyerr(py, e))?;
         let par = Par::new(threads);
         let cfg = &self.cfg;
@@ -74,7 +77,7 @@ impl Processor {
             .detach(|| process::process(cfg, view, &par))
             .map_err(|e| to_pyerr(py, e))?;
         let rows = out.grid_h * out.grid_w;
-        let values = array_from_vec(py, out.values, &[rows, out.row_len])?;
+        let values = owned_array(py, out.values, rows, out.row_len)?;
         Ok((values, (out.grid_h, out.grid_w), (out.height, out.width)))
     }
 
@@ -82,6 +85,43 @@ impl Processor {
     fn target_size(&self, py: Python<'_>, height: u64, width: u64) -> PyResult<(u64, u64)> {
         process::target_size(&self.cfg, height, width).map_err(|e| to_pyerr(py, e))
     }
+}
+
+/// The buffer behind a `pixel_values` array; handed to the pool when numpy lets go of it.
+#[pyclass(frozen, module = "sglang_mm_qwen_vl._native")]
+struct Owned {
+    values: Vec<f32>,
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        pool::give(std::mem::take(&mut self.values));
+    }
+}
+
+/// `values` as a `[rows, cols]` numpy array, without copying.
+fn owned_array(
+    py: Python<'_>,
+    values: Vec<f32>,
+    rows: usize,
+    cols: usize,
+) -> PyResult<Bound<'_, PyArray2<f32>>> {
+    if rows.checked_mul(cols) != Some(values.len()) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "{} values do not make a {rows}x{cols} array",
+            values.len()
+        )));
+    }
+    let mut values = values;
+    // Taken mutably before the move (which leaves the heap buffer where it is): numpy may write
+    // through it.
+    let ptr = values.as_mut_ptr();
+    let owner = Bound::new(py, Owned { values })?;
+    // SAFETY: `ptr` points at `rows * cols` initialised floats (checked above), owned by
+    // `owner`, which never touches nor reallocates them until it is dropped; the array keeps
+    // `owner` alive as its base object.
+    let view = unsafe { ArrayView2::from_shape_ptr((rows, cols), ptr.cast_const()) };
+    Ok(unsafe { PyArray2::borrow_from_array(&view, owner.into_any()) })
 }
 
 /// `smart_resize(height, width, factor, min_pixels, max_pixels, variant)` -> `(h', w')`.

@@ -1,10 +1,16 @@
 //! Normalize + patchify in one pass, written straight into HuggingFace's `pixel_values` layout
 //! (no 9-D intermediate): row `r` is the patch at merge block `(bh, bw)`, in-block `(mh, mw)`,
 //! `r = ((bh * (gw/m) + bw) * m + mh) * m + mw`; column `k = ((c * tps + tt) * ps + py) * ps + px`.
+//!
+//! The rows of one merge-block row (`ps * m` image rows) are a contiguous run of the output, so
+//! the work is cut into block rows: [`block_rows`] turns a band of image rows into theirs, which
+//! lets [`crate::fused`] feed it resized bands straight from the resize passes.
+
+use std::mem::MaybeUninit;
 
 use mm_kernels::{KernelError, Par, Result, RgbView};
 
-use crate::normalize::Table;
+use crate::normalize::{Normalizer, Scatter};
 
 /// The patch geometry of the vision tower.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,91 +31,216 @@ impl Patching {
     }
 }
 
+/// The checked output geometry of one image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Grid {
+    pub gh: usize,
+    pub gw: usize,
+    /// Image rows (and columns) per merge block: `ps * m`.
+    pub unit: usize,
+    pub row_len: usize,
+    /// Floats per merge-block row of the output: `gw * m * row_len`.
+    pub block_row_len: usize,
+    pub total: usize,
+}
+
+impl Grid {
+    /// The grid of a `width x height` image, whose sides must be multiples of `ps * m`.
+    pub fn new(width: usize, height: usize, p: Patching) -> Result<Self> {
+        let (ps, m, tps) = (p.patch_size, p.merge_size, p.temporal_patch_size);
+        let unit = ps
+            .checked_mul(m)
+            .filter(|&u| u > 0 && tps > 0)
+            .ok_or_else(|| {
+                KernelError::InvalidArgument(format!(
+                    "patch_size ({ps}), merge_size ({m}) and temporal_patch_size ({tps}) must be \
+                     positive"
+                ))
+            })?;
+        let fits = |side: usize| side > 0 && side.is_multiple_of(unit);
+        if !fits(height) || !fits(width) {
+            return Err(KernelError::InvalidArgument(format!(
+                "image of {width}x{height} pixels is not a non-empty multiple of {unit} on each side"
+            )));
+        }
+        let (gh, gw) = (height / ps, width / ps);
+        let row_len = p.row_len()?;
+        let overflow = || KernelError::Limit("patch tensor size overflows".into());
+        let block_row_len = (gw * m).checked_mul(row_len).ok_or_else(overflow)?;
+        let total = (gh / m).checked_mul(block_row_len).ok_or_else(overflow)?;
+        Ok(Self {
+            gh,
+            gw,
+            unit,
+            row_len,
+            block_row_len,
+            total,
+        })
+    }
+
+    /// Reserve the output, uninitialised (a failed reservation is an error, not an abort), and
+    /// let `fill(first_block_row, chunk, store)` write it, chunk by chunk (whole block rows
+    /// each). `store` says how: a kept buffer is streamed to, fresh pages are not.
+    ///
+    /// # Safety
+    /// `fill` must initialise every element of every chunk it is given.
+    pub unsafe fn build<F>(&self, par: &Par, fill: F) -> Result<Vec<f32>>
+    where
+        F: Fn(usize, &mut [MaybeUninit<f32>], Store) + Sync,
+    {
+        let total = self.total;
+        let (mut out, store) = match crate::pool::take(total) {
+            Some(kept) => (kept, Store::Streamed),
+            None => (Vec::new(), Store::Cached),
+        };
+        out.try_reserve_exact(total).map_err(|_| {
+            KernelError::Limit(format!(
+                "patch tensor of {total} floats ({}x{} patches) cannot be allocated",
+                self.gh, self.gw
+            ))
+        })?;
+        let spare = &mut out.spare_capacity_mut()[..total];
+        crate::hugepages::advise(spare);
+        par.for_each_band(spare, self.block_row_len, |first, chunk| {
+            fill(first, chunk, store)
+        });
+        // SAFETY: `spare` covered exactly `total` elements; `for_each_band` hands every whole
+        // block row to `fill` exactly once, and `fill` writes each element of what it is given
+        // (the contract of `block_rows`, its only writer).
+        unsafe { out.set_len(total) };
+        Ok(out)
+    }
+}
+
+/// How output rows reach memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Store {
+    /// Plain stores, for fresh pages: the kernel has just zeroed them, so their lines are
+    /// mostly in cache already.
+    Cached,
+    /// Non-temporal stores: a reused buffer is cold, and streaming skips reading each line in
+    /// first. (On fresh pages they are slower: the zeroed lines must be evicted first.)
+    Streamed,
+}
+
+/// Block rows of the output from `band`, the image rows they cover (`unit` rows per block row,
+/// `width` pixels each, tightly packed), into `out`, which holds whole block rows. Every element
+/// of `out` is written.
+#[allow(clippy::too_many_arguments)]
+pub fn block_rows(
+    band: &[u8],
+    width: usize,
+    norm: &Normalizer,
+    p: Patching,
+    g: &Grid,
+    out: &mut [MaybeUninit<f32>],
+    store: Store,
+) {
+    let (ps, m, tps) = (p.patch_size, p.merge_size, p.temporal_patch_size);
+    let plane = ps * ps;
+    let stride = width * 3;
+    let n_blocks = out.len() / g.block_row_len;
+    assert!(
+        band.len() >= n_blocks * g.unit * stride && g.gw * ps == width,
+        "band does not cover the block rows"
+    );
+    // Each output row is built in L1 (every patch line normalized straight into its `tps`
+    // places), then copied out whole.
+    let mut frame = vec![0f32; g.row_len];
+    for (b, block_row) in out.chunks_exact_mut(g.block_row_len).enumerate() {
+        let rows = &band[b * g.unit * stride..(b + 1) * g.unit * stride];
+        for (j, row) in block_row.chunks_exact_mut(g.row_len).enumerate() {
+            let (mw, mh, bw) = (j % m, (j / m) % m, j / (m * m));
+            let (y0, x0) = (mh * ps, (bw * m + mw) * ps);
+            for py in 0..ps {
+                let at = (y0 + py) * stride + x0 * 3;
+                let scatter = Scatter {
+                    copies: tps,
+                    spacing: plane,
+                    offset: py * ps,
+                };
+                norm.pixels(&rows[at..at + ps * 3], &mut frame, scatter);
+            }
+            match store {
+                Store::Streamed => stream::copy(row, &frame),
+                Store::Cached => {
+                    row.write_copy_of_slice(&frame);
+                }
+            }
+        }
+    }
+    stream::fence();
+}
+
+/// Copies into the output that bypass the cache: the tensor is far larger than any cache and
+/// is not read again here, so non-temporal stores save the read-for-ownership of every line.
+mod stream {
+    use std::mem::MaybeUninit;
+
+    /// `dst = src` (same length).
+    #[inline]
+    pub fn copy(dst: &mut [MaybeUninit<f32>], src: &[f32]) {
+        assert_eq!(dst.len(), src.len());
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_loadu_ps, _mm_stream_ps};
+            // Plain stores up to the first 16-byte boundary, streamed ones after it.
+            // In floats (`usize::MAX`, i.e. no streaming, should it be impossible).
+            let head = dst.as_ptr().align_offset(16).min(dst.len());
+            if head < 4 {
+                let (d0, d1) = dst.split_at_mut(head);
+                let (s0, s1) = src.split_at(head);
+                d0.write_copy_of_slice(s0);
+                let mut d = d1.chunks_exact_mut(4);
+                let mut s = s1.chunks_exact(4);
+                for (dc, sc) in (&mut d).zip(&mut s) {
+                    // SAFETY: SSE is part of x86-64; `dc` starts on a 16-byte boundary (`d1`
+                    // does, and every chunk is 16 bytes further) and holds four floats, as
+                    // does `sc`.
+                    unsafe { _mm_stream_ps(dc.as_mut_ptr().cast(), _mm_loadu_ps(sc.as_ptr())) };
+                }
+                d.into_remainder().write_copy_of_slice(s.remainder());
+                return;
+            }
+        }
+        dst.write_copy_of_slice(src);
+    }
+
+    /// Order the streamed stores before anything that follows (e.g. handing the band over).
+    #[inline]
+    pub fn fence() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: SSE is part of x86-64; a store fence has no other effect.
+        unsafe {
+            std::arch::x86_64::_mm_sfence()
+        };
+    }
+}
+
 /// `[gh * gw, 3 * tps * ps * ps]` float32 for an image whose sides are multiples of `ps * m`.
 /// Returns the values and the patch grid `(gh, gw)`.
 pub fn patchify(
     img: RgbView<'_>,
-    table: &Table,
+    norm: &Normalizer,
     p: Patching,
     par: &Par,
 ) -> Result<(Vec<f32>, usize, usize)> {
-    let (ps, m, tps) = (p.patch_size, p.merge_size, p.temporal_patch_size);
-    let unit = ps
-        .checked_mul(m)
-        .filter(|&u| u > 0 && tps > 0)
-        .ok_or_else(|| {
-            KernelError::InvalidArgument(format!(
-            "patch_size ({ps}), merge_size ({m}) and temporal_patch_size ({tps}) must be positive"
-        ))
-        })?;
-    let fits = |side: usize| side > 0 && side.is_multiple_of(unit);
-    if !fits(img.height) || !fits(img.width) {
-        return Err(KernelError::InvalidArgument(format!(
-            "image of {}x{} pixels is not a non-empty multiple of {unit} on each side",
-            img.width, img.height
-        )));
-    }
-    let (gh, gw) = (img.height / ps, img.width / ps);
-    let row_len = p.row_len()?;
-    let total = gh
-        .checked_mul(gw)
-        .and_then(|n| n.checked_mul(row_len))
-        .ok_or_else(|| KernelError::Limit("patch tensor size overflows".into()))?;
-    // Reserved, not zeroed: fresh pages come zeroed from the kernel anyway, and every element
-    // is written below. A failed reservation is an error, not an abort.
-    let mut out: Vec<f32> = Vec::new();
-    out.try_reserve_exact(total).map_err(|_| {
-        KernelError::Limit(format!(
-            "patch tensor of {total} floats ({gh}x{gw} patches) cannot be allocated"
-        ))
-    })?;
-    let spare = &mut out.spare_capacity_mut()[..total];
-    crate::hugepages::advise(spare);
-    let blocks_per_row = gw / m;
-    let plane = ps * ps;
-    let stride = img.width * 3;
-    par.for_each_band(spare, row_len, |first, band| {
-        for (k, row) in band.chunks_exact_mut(row_len).enumerate() {
-            let r = first + k;
-            let (mw, mh, block) = (r % m, (r / m) % m, r / (m * m));
-            let (bh, bw) = (block / blocks_per_row, block % blocks_per_row);
-            let (pr, pc) = (bh * m + mh, bw * m + mw);
-            let (c0, rest) = row.split_at_mut(tps * plane);
-            let (c1, c2) = rest.split_at_mut(tps * plane);
-            for py in 0..ps {
-                let start = (pr * ps + py) * stride + pc * ps * 3;
-                let src = &img.data[start..start + ps * 3];
-                let d = py * ps..py * ps + ps;
-                let lanes = c0[d.clone()]
-                    .iter_mut()
-                    .zip(&mut c1[d.clone()])
-                    .zip(&mut c2[d]);
-                for (px, ((o0, o1), o2)) in src.chunks_exact(3).zip(lanes) {
-                    o0.write(table[0][usize::from(px[0])]);
-                    o1.write(table[1][usize::from(px[1])]);
-                    o2.write(table[2][usize::from(px[2])]);
-                }
-            }
-            // A still image is its own every frame: copy frame 0 into frames 1..tps.
-            for ch in [c0, c1, c2] {
-                for tt in 1..tps {
-                    ch.copy_within(0..plane, tt * plane);
-                }
-            }
-        }
-    });
-    // SAFETY: `spare` covered exactly `total` elements, cut into whole rows of `row_len`; each
-    // row's three channel blocks get frame 0 written in full (`ps` rows of `ps` pixels, the
-    // source slice holding exactly `ps` pixels) and frames 1..tps copied from it, so every
-    // element in 0..total is initialised.
-    unsafe { out.set_len(total) };
-    Ok((out, gh, gw))
+    let g = Grid::new(img.width, img.height, p)?;
+    let rows_bytes = g.unit * img.width * 3;
+    // SAFETY: `block_rows` writes every element of each chunk it is given.
+    let out = unsafe {
+        g.build(par, |first, chunk, store| {
+            let band = &img.data[first * rows_bytes..];
+            block_rows(band, img.width, norm, p, &g, chunk, store);
+        })
+    }?;
+    Ok((out, g.gh, g.gw))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::normalize::{table, Mode};
+    use crate::normalize::{Mode, Normalizer};
 
     /// The spec's index formulas, evaluated per output element.
     #[test]
@@ -117,7 +248,7 @@ mod tests {
         let (w, h) = (8usize, 12usize);
         let data: Vec<u8> = (0..w * h * 3).map(|i| (i * 7 % 251) as u8).collect();
         let img = RgbView::new(w, h, &data).unwrap();
-        let t = table([0.0; 3], [1.0; 3], Mode::AtenU8).unwrap();
+        let t = Normalizer::new([0.0; 3], [1.0; 3], Mode::AtenU8).unwrap();
         let p = Patching {
             patch_size: 2,
             merge_size: 2,
@@ -146,11 +277,56 @@ mod tests {
         }
     }
 
+    /// Streamed copies at every alignment and length land exactly where plain ones do.
+    #[test]
+    fn streamed_copy_at_any_alignment() {
+        let src: Vec<f32> = (0..40).map(|v| v as f32).collect();
+        for off in 0..5 {
+            for len in [0, 1, 3, 4, 5, 17, 35] {
+                let mut buf = [MaybeUninit::new(-1f32); 41];
+                stream::copy(&mut buf[off..off + len], &src[..len]);
+                stream::fence();
+                let got: Vec<f32> = buf.iter().map(|v| unsafe { v.assume_init() }).collect();
+                let mut want = vec![-1f32; 41];
+                want[off..off + len].copy_from_slice(&src[..len]);
+                assert_eq!(got, want, "offset {off} len {len}");
+            }
+        }
+    }
+
+    /// Both ways of storing rows give the same tensor (Qwen2 geometry: SIMD lines of 14).
+    #[test]
+    fn streamed_and_cached_rows_agree() {
+        let p = Patching {
+            patch_size: 14,
+            merge_size: 2,
+            temporal_patch_size: 2,
+        };
+        let (w, h) = (56usize, 84usize);
+        let data: Vec<u8> = (0..w * h * 3).map(|i| (i * 31 % 253) as u8).collect();
+        let g = Grid::new(w, h, p).unwrap();
+        let t = Normalizer::new([0.4; 3], [0.3; 3], Mode::Pil).unwrap();
+        let run = |store| {
+            let mut out = vec![MaybeUninit::new(0f32); g.total];
+            block_rows(&data, w, &t, p, &g, &mut out, store);
+            out.iter()
+                .map(|v| unsafe { v.assume_init() }.to_bits())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(run(Store::Streamed), run(Store::Cached));
+        let (want, _, _) =
+            patchify(RgbView::new(w, h, &data).unwrap(), &t, p, &Par::inline()).unwrap();
+        assert_eq!(
+            run(Store::Cached),
+            want.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
+    }
+
     #[test]
     fn sides_must_be_multiples() {
         let data = vec![0u8; 6 * 4 * 3];
         let img = RgbView::new(6, 4, &data).unwrap();
-        let t = table([0.0; 3], [1.0; 3], Mode::Pil).unwrap();
+        let t = Normalizer::new([0.0; 3], [1.0; 3], Mode::Pil).unwrap();
         let p = Patching {
             patch_size: 2,
             merge_size: 2,

@@ -1,11 +1,13 @@
-//! One image through the whole family kernel: smart_resize, bicubic resize (only when the size
-//! changes), normalize and patchify. Pure and deterministic; threads only through `Par`.
+//! One image through the whole family kernel: smart_resize, then bicubic resize (only when the
+//! size changes) fused with normalize and patchify. Pure and deterministic; threads only through
+//! `Par`.
 
-use mm_kernels::resize::{resize_rgb, PassOrder, Resample};
-use mm_kernels::{KernelError, Par, Result, RgbImage, RgbView};
+use mm_kernels::resize::{PassOrder, Resample};
+use mm_kernels::{KernelError, Par, Result, RgbView};
 
-use crate::normalize::{self, Mode, Table};
-use crate::patchify::{patchify, Patching};
+use crate::fused::resize_patchify;
+use crate::normalize::{Mode, Normalizer};
+use crate::patchify::Patching;
 use crate::smart::{smart_resize, Bounds, Variant};
 
 /// Everything the kernel needs, validated once per pipeline.
@@ -15,7 +17,7 @@ pub struct Config {
     pub bounds: Bounds,
     pub resample: Resample,
     pub order: PassOrder,
-    pub table: Table,
+    pub norm: Normalizer,
 }
 
 /// Settings as the Python `Params` spell them.
@@ -75,7 +77,7 @@ impl Config {
             },
             resample,
             order: PassOrder::parse(s.pass_order)?,
-            table: normalize::table(s.mean, s.std, mode)?,
+            norm: Normalizer::new(s.mean, s.std, mode)?,
         })
     }
 }
@@ -102,14 +104,16 @@ pub fn process(cfg: &Config, img: RgbView<'_>, par: &Par) -> Result<Processed> {
     let too_big = || KernelError::Limit(format!("resized size {tw}x{th} does not fit in memory"));
     let th = usize::try_from(th).map_err(|_| too_big())?;
     let tw = usize::try_from(tw).map_err(|_| too_big())?;
-    let resized: Option<RgbImage> = if (th, tw) == (img.height, img.width) {
-        None
-    } else {
-        Some(resize_rgb(img, tw, th, cfg.resample, cfg.order, par)?)
-    };
-    let view = resized.as_ref().map_or(img, RgbImage::view);
-    let (values, grid_h, grid_w) = patchify(view, &cfg.table, cfg.patching, par)?;
-    drop(resized);
+    let (values, grid_h, grid_w) = resize_patchify(
+        img,
+        tw,
+        th,
+        cfg.resample,
+        cfg.order,
+        &cfg.norm,
+        cfg.patching,
+        par,
+    )?;
     Ok(Processed {
         values,
         row_len: cfg.patching.row_len()?,
