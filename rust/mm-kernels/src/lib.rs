@@ -9,6 +9,7 @@ pub mod b64;
 pub mod decode;
 pub mod dims;
 pub mod error;
+pub mod feed;
 pub mod hash;
 pub mod image;
 pub mod par;

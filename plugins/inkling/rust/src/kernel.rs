@@ -2,7 +2,7 @@
 //! grid. Pure Rust with no Python types, so the bindings only convert and release the GIL.
 
 use mm_kernels::decode::{self, Alpha, DecodeOptions};
-use mm_kernels::resize::{self, PassOrder, Resample};
+use mm_kernels::resize::{PassOrder, Resample, ResizePlan};
 use mm_kernels::{dims, KernelError, Par, Result, RgbView};
 
 use crate::lut::Tables;
@@ -84,23 +84,44 @@ impl Args {
     }
 }
 
-/// Rescale (when the rule changes the size) and patchify a decoded RGB image.
-pub fn process_rgb(img: RgbView<'_>, args: &Args, tables: &Tables, par: &Par) -> Result<Patches> {
-    let (w, h) = args.scaled_size(img.width, img.height)?;
-    if (w, h) == (img.width, img.height) {
-        return patchify(img, args.patch_size, tables, par);
+/// The resize [`process_rgb`] does to a `width x height` image: the size patches are cut from
+/// and the plan (`None` when the rule keeps the size), with its errors in its order.
+pub fn plan_for(
+    width: usize,
+    height: usize,
+    args: &Args,
+) -> Result<(usize, usize, Option<ResizePlan>)> {
+    let (w, h) = args.scaled_size(width, height)?;
+    if (w, h) == (width, height) {
+        return Ok((w, h, None));
     }
     if (w as u64).saturating_mul(h as u64) > MAX_RESCALED_PIXELS {
         return Err(KernelError::Limit(format!(
-            "rescaling {}x{} by {:?} gives {w}x{h}, over the limit of {MAX_RESCALED_PIXELS} \
-             pixels",
-            img.width,
-            img.height,
+            "rescaling {width}x{height} by {:?} gives {w}x{h}, over the limit of \
+             {MAX_RESCALED_PIXELS} pixels",
             args.frac.unwrap_or(1.0)
         )));
     }
-    let resized = resize::resize_rgb(img, w, h, Resample::PilLanczos, PassOrder::Pillow13, par)?;
-    patchify(resized.view(), args.patch_size, tables, par)
+    let plan = ResizePlan::new(
+        width,
+        height,
+        w,
+        h,
+        Resample::PilLanczos,
+        PassOrder::Pillow13,
+    )?;
+    Ok((w, h, Some(plan)))
+}
+
+/// Rescale (when the rule changes the size) and patchify a decoded RGB image.
+pub fn process_rgb(img: RgbView<'_>, args: &Args, tables: &Tables, par: &Par) -> Result<Patches> {
+    match plan_for(img.width, img.height, args)? {
+        (_, _, None) => patchify(img, args.patch_size, tables, par),
+        (_, _, Some(plan)) => {
+            let resized = plan.run(img, par)?;
+            patchify(resized.view(), args.patch_size, tables, par)
+        }
+    }
 }
 
 /// The reference's decode: Pillow's `Image.open(...).convert("RGB")`, no EXIF transpose.
@@ -112,8 +133,12 @@ pub fn decode_options() -> DecodeOptions {
     }
 }
 
-/// Encoded bytes to patches, as the original module's `decode_patchify`.
+/// Encoded bytes to patches, as the original module's `decode_patchify`. With two threads or
+/// more the decode overlaps the resize and patching ([`crate::stream`]); same bits either way.
 pub fn decode_patchify(data: &[u8], args: &Args, tables: &Tables, par: &Par) -> Result<Patches> {
+    if par.threads() >= 2 {
+        return crate::stream::decode_patchify(data, args, tables, par);
+    }
     let img = decode::decode_rgb(data, &decode_options())?;
     process_rgb(img.view(), args, tables, par)
 }

@@ -6,6 +6,7 @@
 mod kernel;
 mod lut;
 mod patchify;
+mod stream;
 
 use std::sync::OnceLock;
 

@@ -32,37 +32,10 @@ pub struct Patches {
 /// Cut `img` into `ps x ps` patches and normalise every sample through `tables`, in parallel by
 /// patch rows.
 pub fn patchify(img: RgbView<'_>, ps: usize, tables: &Tables, par: &Par) -> Result<Patches> {
-    if ps == 0 {
-        return Err(KernelError::InvalidArgument(
-            "patch_size must be greater than zero".into(),
-        ));
-    }
-    if img.width == 0 || img.height == 0 {
-        return Err(KernelError::InvalidArgument(format!(
-            "cannot cut patches from an empty {}x{} image",
-            img.width, img.height
-        )));
-    }
-    let (nph, npw) = grid(img.height, img.width, ps);
-    let grid_pixels = (nph as u64)
-        .checked_mul(npw as u64)
-        .and_then(|n| n.checked_mul(ps as u64))
-        .and_then(|n| n.checked_mul(ps as u64));
-    let grid_pixels = match grid_pixels {
-        Some(n) if n <= MAX_GRID_PIXELS => n as usize,
-        _ => {
-            return Err(KernelError::Limit(format!(
-                "a {nph}x{npw} grid of {ps}x{ps} patches exceeds the limit of {MAX_GRID_PIXELS} \
-                 output pixels"
-            )))
-        }
-    };
-    let len = grid_pixels * 3;
-    let mut bits: Vec<u16> = Vec::new();
-    bits.try_reserve_exact(len)
-        .map_err(|_| KernelError::Limit(format!("cannot allocate {grid_pixels} output pixels")))?;
-    // Written straight into the reserved capacity: no zero-fill pass over the largest buffer.
+    let (nph, npw, mut bits) = alloc_grid(img.width, img.height, ps)?;
     let band_len = npw * ps * ps * 3;
+    let len = nph * band_len;
+    // Written straight into the reserved capacity: no zero-fill pass over the largest buffer.
     par.for_each_band(
         &mut bits.spare_capacity_mut()[..len],
         band_len,
@@ -84,6 +57,40 @@ pub fn patchify(img: RgbView<'_>, ps: usize, tables: &Tables, par: &Par) -> Resu
     })
 }
 
+/// The grid of a `width x height` image and an empty buffer with capacity for its
+/// `nph * npw * ps * ps * 3` samples, after the size checks.
+pub fn alloc_grid(width: usize, height: usize, ps: usize) -> Result<(usize, usize, Vec<u16>)> {
+    if ps == 0 {
+        return Err(KernelError::InvalidArgument(
+            "patch_size must be greater than zero".into(),
+        ));
+    }
+    if width == 0 || height == 0 {
+        return Err(KernelError::InvalidArgument(format!(
+            "cannot cut patches from an empty {width}x{height} image"
+        )));
+    }
+    let (nph, npw) = grid(height, width, ps);
+    let grid_pixels = (nph as u64)
+        .checked_mul(npw as u64)
+        .and_then(|n| n.checked_mul(ps as u64))
+        .and_then(|n| n.checked_mul(ps as u64));
+    let grid_pixels = match grid_pixels {
+        Some(n) if n <= MAX_GRID_PIXELS => n as usize,
+        _ => {
+            return Err(KernelError::Limit(format!(
+                "a {nph}x{npw} grid of {ps}x{ps} patches exceeds the limit of {MAX_GRID_PIXELS} \
+                 output pixels"
+            )))
+        }
+    };
+    let len = grid_pixels * 3;
+    let mut bits: Vec<u16> = Vec::new();
+    bits.try_reserve_exact(len)
+        .map_err(|_| KernelError::Limit(format!("cannot allocate {grid_pixels} output pixels")))?;
+    Ok((nph, npw, bits))
+}
+
 /// `dst[k] = t[k % 3][src[k]]` for whole RGB pixels. (Packing four samples per 8-byte store
 /// measured no faster: the pass is bound by memory traffic, not by the table loads.)
 fn map_pixels(dst: &mut [MaybeUninit<u16>], src: &[u8], t: &Tables) {
@@ -95,7 +102,7 @@ fn map_pixels(dst: &mut [MaybeUninit<u16>], src: &[u8], t: &Tables) {
 }
 
 /// Write the `npw` patches of patch row `i` into `out` (`npw * ps * ps * 3` samples).
-fn write_patch_row(
+pub(crate) fn write_patch_row(
     img: RgbView<'_>,
     ps: usize,
     i: usize,

@@ -1,11 +1,12 @@
 //! JPEG: Pillow's marker walk (what it accepts, its size and mode, EXIF/XMP), then libjpeg-turbo
 //! (built from source by turbojpeg-sys) through `jpeg_shim.c`, straight into the output buffer.
 
-use std::ffi::{c_char, c_int, c_uint, CStr};
+use std::ffi::{c_char, c_int, c_uint, c_void};
 
 use super::convert::{compact4_in_place, inverted_cmyk_to_rgb};
 use super::{bad, exif, limits, DecodeOptions, Decoded, Format, Header};
 use crate::error::Result;
+use crate::feed::RowWriter;
 use crate::image::RgbImage;
 
 // Links the static libjpeg-turbo that the shim calls into.
@@ -24,6 +25,20 @@ extern "C" {
         components: c_int,
         msg: *mut c_char,
         msg_len: usize,
+    ) -> c_int;
+
+    fn mm_jpeg_decode_rows(
+        data: *const u8,
+        len: usize,
+        out: *mut u8,
+        out_len: usize,
+        width: c_uint,
+        height: c_uint,
+        components: c_int,
+        msg: *mut c_char,
+        msg_len: usize,
+        done: extern "C" fn(*mut c_void, c_uint),
+        ctx: *mut c_void,
     ) -> c_int;
 }
 
@@ -235,25 +250,7 @@ pub(crate) fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Decoded> {
             msg.len(),
         )
     };
-    match rc {
-        0 => {}
-        2 => return Err(bad(F, "truncated data (image file is truncated)")),
-        3 => return Err(bad(F, "the frame header does not match the image data")),
-        _ => {
-            // SAFETY: the shim always NUL-terminates `msg` (it is zeroed before the call too).
-            let text = unsafe { CStr::from_ptr(msg.as_ptr()) }
-                .to_string_lossy()
-                .into_owned();
-            return Err(bad(
-                F,
-                if text.is_empty() {
-                    "corrupt data".into()
-                } else {
-                    text
-                },
-            ));
-        }
-    }
+    shim_result(rc, &msg)?;
     let pixels = (w * h) as usize;
     if components == 4 {
         compact4_in_place(&mut buf, pixels, inverted_cmyk_to_rgb);
@@ -267,6 +264,84 @@ pub(crate) fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Decoded> {
         image,
         orientation: m.orientation(),
     })
+}
+
+/// The shim's return code as a result; `msg` is the NUL-terminated message it left.
+fn shim_result(rc: c_int, msg: &[c_char]) -> Result<()> {
+    match rc {
+        0 => Ok(()),
+        2 => Err(bad(F, "truncated data (image file is truncated)")),
+        3 => Err(bad(F, "the frame header does not match the image data")),
+        _ => {
+            let bytes: Vec<u8> = msg
+                .iter()
+                .take_while(|&&c| c != 0)
+                .map(|&c| c as u8)
+                .collect();
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            Err(bad(
+                F,
+                if text.is_empty() {
+                    "corrupt data".into()
+                } else {
+                    text
+                },
+            ))
+        }
+    }
+}
+
+/// The header half of [`decode`] for a row-by-row decode: the same checks in the same order,
+/// then `(width, height)` when the rows come out of libjpeg as final RGB (not CMYK, no
+/// orientation to apply), else `None`.
+pub(crate) fn stream_header(data: &[u8], opts: &DecodeOptions) -> Result<Option<(u32, u32)>> {
+    let m = read_markers(data)?;
+    limits::check(F, u64::from(m.width), u64::from(m.height), opts)?;
+    if m.layers == 4 || (opts.exif_orientation && m.orientation() != 1) {
+        return Ok(None);
+    }
+    Ok(Some((m.width, m.height)))
+}
+
+/// Called by the shim between batches of scanlines (never from inside libjpeg).
+extern "C" fn rows_done(ctx: *mut c_void, rows: c_uint) {
+    // SAFETY: `ctx` is the `&mut RowWriter` that `decode_rows` passed, alive for the whole
+    // shim call and used by nothing else meanwhile.
+    let writer = unsafe { &mut *ctx.cast::<RowWriter<'_>>() };
+    writer.publish(rows as usize);
+}
+
+/// Decode RGB rows straight into `writer`'s buffer (`width x height`, from [`stream_header`]),
+/// publishing each batch as libjpeg finishes it: the pixels and errors of [`decode`].
+pub(crate) fn decode_rows(
+    data: &[u8],
+    width: u32,
+    height: u32,
+    writer: &mut RowWriter<'_>,
+) -> Result<()> {
+    let out = writer.as_mut_ptr();
+    let out_len = writer.len();
+    let mut msg = [0 as c_char; 200];
+    let ctx: *mut RowWriter<'_> = writer;
+    // SAFETY: `data` is valid for its length; `out` is the writer's buffer of `out_len` bytes
+    // (the shim checks `width * 3 * height <= out_len`), written only at rows libjpeg has not
+    // finished yet, i.e. at or after what `rows_done` published; `msg` as in `decode`.
+    let rc = unsafe {
+        mm_jpeg_decode_rows(
+            data.as_ptr(),
+            data.len(),
+            out,
+            out_len,
+            width,
+            height,
+            3,
+            msg.as_mut_ptr(),
+            msg.len(),
+            rows_done,
+            ctx.cast(),
+        )
+    };
+    shim_result(rc, &msg)
 }
 
 #[cfg(test)]

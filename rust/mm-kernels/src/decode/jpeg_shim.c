@@ -77,6 +77,14 @@ static void mm_skip_input_data(j_decompress_ptr cinfo, long num_bytes) {
     src->pub.bytes_in_buffer -= (size_t)num_bytes;
 }
 
+/* Told how many rows of `out` are complete after each batch of scanlines (never from inside a
+ * libjpeg call, so no longjmp ever crosses the callee's frames). */
+typedef void (*mm_rows_done)(void *ctx, unsigned int rows);
+
+static int mm_decode_impl(const unsigned char *data, size_t len, unsigned char *out,
+                          size_t out_len, unsigned int width, unsigned int height, int components,
+                          char *msg, size_t msg_len, mm_rows_done done, void *ctx);
+
 /*
  * Decode `data` into `out` (`height` rows of `width * components` bytes). `components` is 3
  * (RGB: for 1- and 3-component JPEGs) or 4 (CMYK as libjpeg outputs it, YCCK converted).
@@ -86,6 +94,21 @@ static void mm_skip_input_data(j_decompress_ptr cinfo, long num_bytes) {
 int mm_jpeg_decode(const unsigned char *data, size_t len, unsigned char *out, size_t out_len,
                    unsigned int width, unsigned int height, int components, char *msg,
                    size_t msg_len) {
+    return mm_decode_impl(data, len, out, out_len, width, height, components, msg, msg_len, NULL,
+                          NULL);
+}
+
+/* The same decode, calling `done(ctx, rows)` each time more rows of `out` are final. */
+int mm_jpeg_decode_rows(const unsigned char *data, size_t len, unsigned char *out,
+                        size_t out_len, unsigned int width, unsigned int height, int components,
+                        char *msg, size_t msg_len, mm_rows_done done, void *ctx) {
+    return mm_decode_impl(data, len, out, out_len, width, height, components, msg, msg_len, done,
+                          ctx);
+}
+
+static int mm_decode_impl(const unsigned char *data, size_t len, unsigned char *out,
+                          size_t out_len, unsigned int width, unsigned int height, int components,
+                          char *msg, size_t msg_len, mm_rows_done done, void *ctx) {
     struct jpeg_decompress_struct cinfo;
     mm_error_mgr jerr;
     mm_source_mgr src;
@@ -171,6 +194,9 @@ int mm_jpeg_decode(const unsigned char *data, size_t len, unsigned char *out, si
         if (jpeg_read_scanlines(&cinfo, rows, n) == 0) {
             jpeg_destroy_decompress(&cinfo);
             return MM_MISMATCH;
+        }
+        if (done != NULL) {
+            done(ctx, cinfo.output_scanline);
         }
     }
 

@@ -20,6 +20,7 @@ mod probe;
 mod webp;
 
 use crate::error::{KernelError, Result};
+use crate::feed::{RowFeed, RowWriter};
 use crate::image::RgbImage;
 
 /// How an alpha band or a transparency entry is turned into RGB.
@@ -121,6 +122,83 @@ pub fn decode_rgb(data: &[u8], opts: &DecodeOptions) -> Result<RgbImage> {
     }
 }
 
+/// A decode whose rows a [`RowFeed`] receives as the decoder produces them (see
+/// [`decode_rgb_rows`]).
+pub struct RowDecode<'a> {
+    data: &'a [u8],
+    width: usize,
+    height: usize,
+    /// False when the image was decoded whole up front and the feed is already complete.
+    streaming: bool,
+}
+
+/// [`decode_rgb`] row by row: the header is checked now (same errors) and a feed of
+/// `width x height` RGB rows returned with the decode that fills it ([`RowDecode::run`]),
+/// so other threads can start on the top rows while the rest decode. Baseline and progressive
+/// JPEGs (RGB or grayscale, no orientation to apply) stream; every other image is decoded whole
+/// here and its feed comes back complete. Same pixels as `decode_rgb` either way.
+pub fn decode_rgb_rows<'a>(
+    data: &'a [u8],
+    opts: &DecodeOptions,
+) -> Result<(RowFeed, RowDecode<'a>)> {
+    if Format::detect(data)? == Format::Jpeg {
+        if let Some((w, h)) = jpeg::stream_header(data, opts)? {
+            let (w64, h64) = (u64::from(w), u64::from(h));
+            let buf = limits::alloc(limits::buffer_len(Format::Jpeg, w64, h64, 3)?)?;
+            let (width, height) = (w as usize, h as usize);
+            let decode = RowDecode {
+                data,
+                width,
+                height,
+                streaming: true,
+            };
+            return Ok((RowFeed::new(buf, width * 3), decode));
+        }
+    }
+    let img = decode_rgb(data, opts)?;
+    let decode = RowDecode {
+        data,
+        width: img.width,
+        height: img.height,
+        streaming: false,
+    };
+    Ok((RowFeed::complete(img.data, img.width * 3), decode))
+}
+
+impl RowDecode<'_> {
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    pub fn height(&self) -> usize {
+        self.height
+    }
+
+    /// Decode into the writer of the feed `decode_rgb_rows` returned with `self` (anything else
+    /// is refused), publishing rows as they are final. On an error (e.g. data
+    /// truncated mid-scan) the writer is dropped with rows unpublished, which releases every
+    /// reader still waiting.
+    pub fn run(self, mut writer: RowWriter<'_>) -> Result<()> {
+        if !self.streaming {
+            return Ok(());
+        }
+        if writer.published() != 0 || writer.len() != self.width * self.height * 3 {
+            return Err(KernelError::InvalidArgument(
+                "a row decode needs the fresh feed decode_rgb_rows returned with it".into(),
+            ));
+        }
+        let (w, h) = (self.width as u32, self.height as u32);
+        jpeg::decode_rows(self.data, w, h, &mut writer)?;
+        if writer.published() != writer.rows() {
+            return Err(bad(
+                Format::Jpeg,
+                "the frame header does not match the image data",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// `(width, height)` from the header alone, after EXIF orientation when `exif_orientation`.
 pub fn image_dimensions(data: &[u8], exif_orientation: bool) -> Result<(u32, u32)> {
     let header = match Format::detect(data)? {
@@ -153,5 +231,7 @@ pub(crate) fn bad(format: Format, reason: impl Into<String>) -> KernelError {
     }
 }
 
+#[cfg(test)]
+mod stream_tests;
 #[cfg(test)]
 mod tests;

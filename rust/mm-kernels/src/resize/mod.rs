@@ -235,6 +235,118 @@ impl ResizePlan {
     }
 }
 
+/// Buffers of [`ResizePlan::run_rows`] for the bands of one image on one thread. It keeps the
+/// intermediate rows of the last band, so that the next band down reuses the ones they share:
+/// make a new one for every image (it must not outlive the source rows it was fed).
+pub struct RowScratch {
+    tmp: Vec<u8>,
+    transpose: Vec<u8>,
+    mid: Rolling,
+}
+
+impl Default for RowScratch {
+    fn default() -> Self {
+        Self {
+            tmp: Vec::new(),
+            transpose: Vec::new(),
+            mid: Rolling::new(0),
+        }
+    }
+}
+
+impl ResizePlan {
+    /// The half-open range of input rows that output rows `y0..y1` read.
+    pub fn input_rows(&self, y0: usize, y1: usize) -> (usize, usize) {
+        match &self.steps {
+            Steps::Copy | Steps::Horizontal(_) => (y0, y1),
+            Steps::Vertical(v)
+            | Steps::HorizontalThenVertical { v, .. }
+            | Steps::VerticalThenHorizontal { v, .. } => v.window_union(y0, y1),
+        }
+    }
+
+    /// Output rows `y0..y1` into `out` from `src`, which holds input rows `lo..hi` as
+    /// [`Self::input_rows`] gives them (whole, tightly packed rows): the bytes `run` writes
+    /// there, so a caller can resize bands as their input rows arrive.
+    pub fn run_rows(
+        &self,
+        src: &[u8],
+        y0: usize,
+        y1: usize,
+        out: &mut [u8],
+        scratch: &mut RowScratch,
+    ) -> Result<()> {
+        let in_row = self.in_w * 3;
+        let out_row = self.out_w * 3;
+        if y0 >= y1 || y1 > self.out_h || out.len() != (y1 - y0) * out_row {
+            return Err(KernelError::InvalidArgument(format!(
+                "output rows {y0}..{y1} of a {}-row resize do not fit {} bytes",
+                self.out_h,
+                out.len()
+            )));
+        }
+        let (lo, hi) = self.input_rows(y0, y1);
+        if src.len() != (hi - lo) * in_row {
+            return Err(KernelError::InvalidArgument(format!(
+                "output rows {y0}..{y1} read input rows {lo}..{hi}, got {} bytes",
+                src.len()
+            )));
+        }
+        let region = Region {
+            y0: lo,
+            h: hi - lo,
+            ..Region::full(src, self.in_w, hi - lo)
+        };
+        let k = Kernel::Auto;
+        let RowScratch {
+            tmp,
+            transpose,
+            mid,
+        } = scratch;
+        match &self.steps {
+            Steps::Copy => out.copy_from_slice(src),
+            Steps::Horizontal(h) => passes::horizontal_rows(region, h, y0, out, transpose, k),
+            Steps::Vertical(v) => passes::vertical_rows(region, v, y0, out, k),
+            Steps::HorizontalThenVertical { h, v } => {
+                if mid.row_bytes != out_row {
+                    *mid = Rolling::new(out_row);
+                }
+                mid.ensure((lo, hi), |r, dst| {
+                    passes::horizontal_rows(region, h, r, dst, transpose, k);
+                });
+                passes::vertical_rows(mid.region(self.out_w), v, y0, out, k);
+            }
+            Steps::VerticalThenHorizontal { v, h, cols } => {
+                let cols_w = cols.1 - cols.0;
+                let n = y1 - y0;
+                let tmp = grown(tmp, n * cols_w * 3);
+                let cropped = Region {
+                    x0: cols.0,
+                    w: cols_w,
+                    ..region
+                };
+                passes::vertical_rows(cropped, v, y0, tmp, k);
+                let mid = Region {
+                    y0,
+                    h: n,
+                    ..Region::full(tmp, cols_w, n)
+                };
+                passes::horizontal_rows(mid, h, y0, out, transpose, k);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The first `len` bytes of `buf`, grown (never shrunk) to hold them; every caller overwrites
+/// them all, so their old contents do not matter.
+fn grown(buf: &mut Vec<u8>, len: usize) -> &mut [u8] {
+    if buf.len() < len {
+        buf.resize(len, 0);
+    }
+    &mut buf[..len]
+}
+
 /// A window of consecutive intermediate rows `first..first + rows`, slid forward as the output
 /// rows that read it advance (their windows only ever move forward).
 struct Rolling {
@@ -375,6 +487,39 @@ mod tests {
             &Par::inline(),
         );
         assert!(matches!(err, Err(KernelError::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn bands_of_rows_equal_the_whole_resize() {
+        let img = gradient(37, 29);
+        for r in [Resample::PilLanczos, Resample::PilBicubic, Resample::AtenU8] {
+            for (w, h) in [
+                (37, 29),
+                (50, 29),
+                (37, 61),
+                (80, 70),
+                (20, 11),
+                (30, 5),
+                (45, 13),
+            ] {
+                let plan = ResizePlan::new(37, 29, w, h, r, PassOrder::Pillow13).unwrap();
+                let whole = plan.run(img.view(), &Par::inline()).unwrap();
+                let mut got = vec![0u8; w * h * 3];
+                let mut scratch = RowScratch::default();
+                for step in [1, 3, 7, h] {
+                    for y0 in (0..h).step_by(step) {
+                        let y1 = (y0 + step).min(h);
+                        let (lo, hi) = plan.input_rows(y0, y1);
+                        let src = &img.data[lo * 37 * 3..hi * 37 * 3];
+                        let out = &mut got[y0 * w * 3..y1 * w * 3];
+                        plan.run_rows(src, y0, y1, out, &mut scratch).unwrap();
+                    }
+                    assert_eq!(got, whole.data, "{r:?} {w}x{h} in bands of {step}");
+                }
+                let err = plan.run_rows(&img.data, 0, h + 1, &mut got, &mut scratch);
+                assert!(matches!(err, Err(KernelError::InvalidArgument(_))));
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,181 @@
+//! `decode_rgb_rows` against `decode_rgb`: the same pixels (or the same error) for streamed and
+//! whole-image JPEGs (baseline, progressive, 4:2:0, grayscale, CMYK, odd sizes), cut at many
+//! points, read by 1, 2 and 4 threads through `Par::pipeline`.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use super::*;
+use crate::par::Par;
+
+fn pattern(w: usize, h: usize, channels: usize) -> Vec<u8> {
+    (0..w * h * channels)
+        .map(|i| ((i / channels) * 37 + (i % channels) * 91 + (i / (w * channels)) * 13) as u8)
+        .collect()
+}
+
+/// A TurboJPEG encoding of a pattern in pixel format `pf` with subsampling `samp`.
+fn encode(w: usize, h: usize, pf: i32, channels: usize, samp: i32, progressive: bool) -> Vec<u8> {
+    use turbojpeg_sys as tj;
+    let px = pattern(w, h, channels);
+    // SAFETY: plain TurboJPEG compression of a valid buffer; the output is freed below.
+    unsafe {
+        let handle = tj::tj3Init(tj::TJINIT_TJINIT_COMPRESS as _);
+        assert!(!handle.is_null());
+        tj::tj3Set(handle, tj::TJPARAM_TJPARAM_QUALITY as _, 85);
+        tj::tj3Set(handle, tj::TJPARAM_TJPARAM_SUBSAMP as _, samp);
+        tj::tj3Set(
+            handle,
+            tj::TJPARAM_TJPARAM_PROGRESSIVE as _,
+            i32::from(progressive),
+        );
+        let mut buf: *mut u8 = std::ptr::null_mut();
+        let mut size = 0;
+        let rc = tj::tj3Compress8(
+            handle,
+            px.as_ptr(),
+            w as _,
+            0,
+            h as _,
+            pf,
+            &mut buf,
+            &mut size,
+        );
+        assert_eq!(rc, 0);
+        let out = std::slice::from_raw_parts(buf, size as usize).to_vec();
+        tj::tj3Free(buf.cast());
+        tj::tj3Destroy(handle);
+        out
+    }
+}
+
+fn corpus() -> Vec<(&'static str, Vec<u8>)> {
+    use turbojpeg_sys as tj;
+    let rgb = tj::TJPF_TJPF_RGB as _;
+    let s444 = tj::TJSAMP_TJSAMP_444 as _;
+    let s420 = tj::TJSAMP_TJSAMP_420 as _;
+    vec![
+        ("baseline 444", encode(61, 47, rgb, 3, s444, false)),
+        ("baseline 420 odd", encode(33, 71, rgb, 3, s420, false)),
+        ("progressive 420", encode(57, 40, rgb, 3, s420, true)),
+        ("1x1", encode(1, 1, rgb, 3, s444, false)),
+        (
+            "gray",
+            encode(
+                29,
+                35,
+                tj::TJPF_TJPF_GRAY as _,
+                1,
+                tj::TJSAMP_TJSAMP_GRAY as _,
+                false,
+            ),
+        ),
+        (
+            "cmyk",
+            encode(19, 23, tj::TJPF_TJPF_CMYK as _, 4, s444, false),
+        ),
+    ]
+}
+
+/// Decode through the feed with `threads`, consumers copying rows out one at a time.
+fn streamed(data: &[u8], opts: &DecodeOptions, threads: usize) -> Result<RgbImage> {
+    let (mut feed, decode) = decode_rgb_rows(data, opts)?;
+    let (w, h) = (decode.width(), decode.height());
+    let out = Mutex::new(vec![0u8; w * h * 3]);
+    let next = AtomicUsize::new(0);
+    let copied = AtomicUsize::new(0);
+    let (writer, reader) = feed.split();
+    let res = Par::new(threads).pipeline(
+        move || decode.run(writer),
+        || loop {
+            let y = next.fetch_add(1, Ordering::Relaxed);
+            if y >= h {
+                break;
+            }
+            let Some(rows) = reader.wait(y + 1) else {
+                break;
+            };
+            let mut out = out.lock().unwrap();
+            out[y * w * 3..(y + 1) * w * 3].copy_from_slice(&rows[y * w * 3..]);
+            copied.fetch_add(1, Ordering::Relaxed);
+        },
+    );
+    res?;
+    assert_eq!(copied.load(Ordering::Relaxed), h, "every row once");
+    RgbImage::new(w, h, out.into_inner().unwrap())
+}
+
+#[test]
+fn streamed_rows_equal_the_whole_image_decode() {
+    let exif_off = DecodeOptions {
+        exif_orientation: false,
+        ..DecodeOptions::default()
+    };
+    for (name, data) in corpus() {
+        for opts in [DecodeOptions::default(), exif_off] {
+            let want = decode_rgb(&data, &opts).unwrap();
+            for threads in [1, 2, 4] {
+                let got = streamed(&data, &opts, threads).unwrap();
+                assert_eq!(got, want, "{name}, {threads} threads");
+            }
+        }
+    }
+}
+
+#[test]
+fn truncated_or_corrupt_streams_fail_like_the_whole_image_decode() {
+    for (name, data) in corpus() {
+        let step = (data.len() / 40).max(1);
+        let mut cases: Vec<Vec<u8>> = (0..data.len())
+            .step_by(step)
+            .map(|n| data[..n].to_vec())
+            .collect();
+        // Scan data overwritten with junk halfway through.
+        let mut junk = data.clone();
+        let mid = junk.len() / 2;
+        junk[mid..].fill(0xFF);
+        cases.push(junk);
+        for case in cases {
+            let want = decode_rgb(&case, &opts_default());
+            for threads in [1, 2, 4] {
+                let got = streamed(&case, &opts_default(), threads);
+                match (&want, &got) {
+                    (Ok(a), Ok(b)) => assert_eq!(a, b, "{name} ({} bytes)", case.len()),
+                    (Err(a), Err(b)) => {
+                        assert_eq!(
+                            a.to_string(),
+                            b.to_string(),
+                            "{name} ({} bytes)",
+                            case.len()
+                        )
+                    }
+                    _ => panic!("{name} ({} bytes): {want:?} vs {got:?}", case.len()),
+                }
+            }
+        }
+    }
+}
+
+fn opts_default() -> DecodeOptions {
+    DecodeOptions::default()
+}
+
+#[test]
+fn other_formats_come_back_as_a_complete_feed() {
+    // A 1x1 24-bit BMP.
+    let mut b = Vec::new();
+    b.extend_from_slice(b"BM");
+    b.extend_from_slice(&(54u32 + 4).to_le_bytes());
+    b.extend_from_slice(&0u32.to_le_bytes());
+    b.extend_from_slice(&54u32.to_le_bytes());
+    b.extend_from_slice(&40u32.to_le_bytes());
+    b.extend_from_slice(&1i32.to_le_bytes());
+    b.extend_from_slice(&1i32.to_le_bytes());
+    b.extend_from_slice(&1u16.to_le_bytes());
+    b.extend_from_slice(&24u16.to_le_bytes());
+    b.extend_from_slice(&[0u8; 24]);
+    b.extend_from_slice(&[10, 20, 30, 0]);
+    let got = streamed(&b, &opts_default(), 2).unwrap();
+    assert_eq!(got, decode_rgb(&b, &opts_default()).unwrap());
+    assert!(streamed(b"nope", &opts_default(), 2).is_err());
+}

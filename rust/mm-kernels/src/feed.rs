@@ -1,0 +1,231 @@
+//! A row buffer that one producer fills top to bottom while consumers already read the rows it
+//! has published, so a decoder and the passes after it can overlap (see [`crate::Par::pipeline`]).
+//!
+//! The producer ([`RowWriter`]) only ever writes rows at or after the published count; readers
+//! ([`RowReader`]) only ever see rows before it. When the writer goes away without publishing
+//! every row (an error, a panic), waiting readers are released with `None` instead of hanging.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+/// `rows` rows of `row_bytes` bytes, published in order.
+pub struct RowFeed {
+    ptr: *mut u8,
+    len: usize,
+    cap: usize,
+    row_bytes: usize,
+    rows: usize,
+    /// Rows published so far (read lock-free by readers that need no wait).
+    published: AtomicUsize,
+    state: Mutex<State>,
+    cv: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    published: usize,
+    closed: bool,
+}
+
+// SAFETY: the feed owns its buffer; shared access follows the protocol above (writes only to
+// unpublished rows through the one `RowWriter`, reads only of published rows, publication
+// ordered by a release store and the mutex).
+unsafe impl Send for RowFeed {}
+// SAFETY: as above.
+unsafe impl Sync for RowFeed {}
+
+impl RowFeed {
+    /// A feed over `buf`, which holds `buf.len() / row_bytes` whole rows, none published yet.
+    pub fn new(buf: Vec<u8>, row_bytes: usize) -> Self {
+        let rows = buf.len().checked_div(row_bytes).unwrap_or(0);
+        let mut buf = std::mem::ManuallyDrop::new(buf);
+        Self {
+            ptr: buf.as_mut_ptr(),
+            len: buf.len(),
+            cap: buf.capacity(),
+            row_bytes,
+            rows,
+            published: AtomicUsize::new(0),
+            state: Mutex::new(State::default()),
+            cv: Condvar::new(),
+        }
+    }
+
+    /// A feed whose rows are all there already.
+    pub fn complete(buf: Vec<u8>, row_bytes: usize) -> Self {
+        let feed = Self::new(buf, row_bytes);
+        feed.published.store(feed.rows, Ordering::Release);
+        feed.lock().published = feed.rows;
+        feed
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub fn row_bytes(&self) -> usize {
+        self.row_bytes
+    }
+
+    /// The one writer and a reader (copy it freely). Borrowing the feed mutably makes the writer
+    /// unique.
+    pub fn split(&mut self) -> (RowWriter<'_>, RowReader<'_>) {
+        let this: &Self = self;
+        (RowWriter { feed: this }, RowReader { feed: this })
+    }
+
+    /// The whole buffer, once every row is published.
+    pub fn into_vec(self) -> Option<Vec<u8>> {
+        if self.published.load(Ordering::Acquire) < self.rows {
+            return None;
+        }
+        let mut this = self;
+        let (ptr, len, cap) = (this.ptr, this.len, this.cap);
+        // Leave an empty buffer behind for `Drop`.
+        this.ptr = std::ptr::NonNull::<u8>::dangling().as_ptr();
+        (this.len, this.cap) = (0, 0);
+        // SAFETY: `ptr`, `len`, `cap` came from a `Vec<u8>` that nothing else owns, and the
+        // feed no longer refers to it.
+        Some(unsafe { Vec::from_raw_parts(ptr, len, cap) })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn bytes(&self, rows: usize) -> &[u8] {
+        // SAFETY: `rows <= self.rows`, so the range is inside the buffer; callers only ask for
+        // published rows, which the writer never touches again.
+        unsafe { std::slice::from_raw_parts(self.ptr, rows * self.row_bytes) }
+    }
+}
+
+impl Drop for RowFeed {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`, `len`, `cap` describe a `Vec<u8>` owned by the feed alone (an empty
+        // dangling one after `into_vec`).
+        drop(unsafe { Vec::from_raw_parts(self.ptr, self.len, self.cap) });
+    }
+}
+
+/// The producer side: fills rows in order and publishes them.
+pub struct RowWriter<'a> {
+    feed: &'a RowFeed,
+}
+
+impl RowWriter<'_> {
+    pub fn rows(&self) -> usize {
+        self.feed.rows
+    }
+
+    pub fn row_bytes(&self) -> usize {
+        self.feed.row_bytes
+    }
+
+    /// Rows published so far.
+    pub fn published(&self) -> usize {
+        self.feed.published.load(Ordering::Relaxed)
+    }
+
+    /// The rows not yet published, to be written in place.
+    pub fn unpublished_mut(&mut self) -> &mut [u8] {
+        let p = self.published();
+        let start = p * self.feed.row_bytes;
+        let n = (self.feed.rows - p) * self.feed.row_bytes;
+        // SAFETY: rows `p..` are inside the buffer and no reader sees them until a later
+        // `publish`, which needs this borrow to have ended.
+        unsafe { std::slice::from_raw_parts_mut(self.feed.ptr.add(start), n) }
+    }
+
+    /// The start of the buffer, for a foreign decoder writing rows in place. Whoever writes
+    /// through it must only touch rows at or after [`Self::published`].
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.feed.ptr
+    }
+
+    /// Bytes in the whole buffer.
+    pub fn len(&self) -> usize {
+        self.feed.rows * self.feed.row_bytes
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Publish rows `..upto` (clamped to the feed; never moves backwards).
+    pub fn publish(&mut self, upto: usize) {
+        let upto = upto.min(self.feed.rows);
+        let mut st = self.feed.lock();
+        if upto > st.published {
+            st.published = upto;
+            self.feed.published.store(upto, Ordering::Release);
+            drop(st);
+            self.feed.cv.notify_all();
+        }
+    }
+}
+
+impl Drop for RowWriter<'_> {
+    fn drop(&mut self) {
+        // Rows never published now never will be: release every waiting reader.
+        self.feed.lock().closed = true;
+        self.feed.cv.notify_all();
+    }
+}
+
+/// The consumer side; `Copy`, shareable across threads.
+#[derive(Clone, Copy)]
+pub struct RowReader<'a> {
+    feed: &'a RowFeed,
+}
+
+impl<'a> RowReader<'a> {
+    pub fn rows(&self) -> usize {
+        self.feed.rows
+    }
+
+    pub fn row_bytes(&self) -> usize {
+        self.feed.row_bytes
+    }
+
+    /// Rows `..rows` once they are published (blocking until then), or `None` when they never
+    /// will be (the writer is gone, or `rows` is past the end).
+    pub fn wait(&self, rows: usize) -> Option<&'a [u8]> {
+        let feed = self.feed;
+        if rows > feed.rows {
+            return None;
+        }
+        if feed.published.load(Ordering::Acquire) >= rows {
+            return Some(feed.bytes(rows));
+        }
+        let mut st = feed.lock();
+        while st.published < rows {
+            if st.closed {
+                return None;
+            }
+            st = feed.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        Some(feed.bytes(rows))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_arrive_in_order_and_a_closed_feed_releases_readers() {
+        let mut feed = RowFeed::new(vec![0u8; 12], 3);
+        let (mut w, r) = feed.split();
+        assert_eq!(r.rows(), 4);
+        w.unpublished_mut()[..6].copy_from_slice(&[1, 1, 1, 2, 2, 2]);
+        w.publish(2);
+        assert_eq!(r.wait(2), Some(&[1u8, 1, 1, 2, 2, 2][..]));
+        assert_eq!(r.wait(5), None);
+        drop(w);
+        assert_eq!(r.wait(3), None);
+        assert!(feed.into_vec().is_none());
+        let done = RowFeed::complete(vec![7u8; 6], 3);
+        assert_eq!(done.into_vec(), Some(vec![7u8; 6]));
+    }
+}
