@@ -3,7 +3,8 @@
 1. images/s through the standalone server (a `sglang-mm serve` process, 2 workers) vs the
    in-process `Pipeline.process_batch`, on the same 1080p JPEGs (target: overhead <= 15%);
 2. p50 / p99 latency at 1, 4 and 16 concurrent clients;
-3. `drain` of 256 parked requests of 4k ids each in embedded mode (target: < 1 ms host time).
+3. `drain` of 256 parked requests of 4k ids each in embedded mode, in arrival and in completion
+   order (target: < 1 ms host time).
 
 Clients run in this process, the server in its own, on the same machine: the answer of a 1080p
 Qwen2-VL image is ~50 MB of float32 patches, so the transfer is part of what is measured.
@@ -34,6 +35,7 @@ from PIL import Image
 
 from sglang_mm_core import MmInput, pipeline_from_spec
 from sglang_mm_core.client import Client
+from sglang_mm_core.server.config import Order
 
 REPO = Path(__file__).resolve().parents[1]
 BUDGET_PIXELS = 1280 * 28 * 28  # a common serving budget for Qwen2-VL-class models
@@ -256,11 +258,11 @@ def _read_status(sock: socket.socket) -> int:
     return int(buf.split(b" ", 2)[1])
 
 
-def bench_drain(spec: dict[str, Any], rounds: int) -> None:
+def bench_drain(spec: dict[str, Any], rounds: int, order: Order = "arrival") -> None:
     from sglang_mm_core.server import MmServer
 
     n, n_ids = 256, 4096
-    srv = MmServer.launch(spec, "127.0.0.1:0", workers=2, queue_size=n, ring_size=n)
+    srv = MmServer.launch(spec, "127.0.0.1:0", workers=2, queue_size=n, ring_size=n, order=order)
     prompt = list(srv.engine.pipeline.family.example_prompt(0))  # type: ignore[union-attr]
     body = json.dumps({"input_ids": (prompt * (n_ids // len(prompt) + 1))[:n_ids]}).encode()
     wire = (
@@ -290,7 +292,7 @@ def bench_drain(spec: dict[str, Any], rounds: int) -> None:
     finally:
         srv.shutdown(10)
     print(
-        f"drain       {n} parked requests x {n_ids} ids: "
+        f"drain       {n} parked requests x {n_ids} ids, {order} order: "
         f"median {statistics.median(wall) * 1e3:.3f} ms wall, "
         f"{statistics.median(cpu) * 1e3:.3f} ms host CPU (best {min(wall) * 1e3:.3f} ms; "
         f"{rounds} rounds; ids buffer {'copied' if any(copied) else 'a view, no copy'})"
@@ -320,7 +322,8 @@ def main() -> None:
         print(f"\n== the same with a serving pixel budget (max_pixels {args.budget_pixels})")
         bench_throughput(budget, images, rounds, per_round)
     print()
-    bench_drain(spec, rounds=3 if args.quick else 10)
+    for order in ("arrival", "completion"):
+        bench_drain(spec, rounds=3 if args.quick else 10, order=order)
 
 
 if __name__ == "__main__":

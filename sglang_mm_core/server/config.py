@@ -19,7 +19,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..driver import THREADS_ENV
 from ..registry import Registry
@@ -35,6 +35,8 @@ DEFAULT_RING_SIZE = 1024
 DEFAULT_DEADLINE_S = 60.0
 DEFAULT_RING_CHUNK_IDS = 1 << 22  # 32 MiB of int64 ids per arena chunk, paged in on use
 MAX_DEFAULT_WORKERS = 4
+Order = Literal["arrival", "completion"]
+ORDERS: tuple[Order, ...] = ("arrival", "completion")
 
 
 def default_workers(server_cores: tuple[int, ...] | None) -> int:
@@ -56,13 +58,17 @@ class ServerConfig:
     ``ring_size``: processed requests parked for the host (embedded mode); when full, workers
     wait, the queue fills and new requests get 503.
     ``deadline_s``: from arrival to the end of processing (body upload included); past it the
-    request is answered 503 (408 if the client had not finished sending its body)."""
+    request is answered 503 (408 if the client had not finished sending its body).
+    ``order``: the order embedded mode hands parked requests to the host: ``"arrival"`` (the
+    order they were accepted in; a request still processing holds back those accepted after
+    it) or ``"completion"`` (the order they finished processing in)."""
 
     workers: int
     queue_size: int = DEFAULT_QUEUE_SIZE
     ring_size: int = DEFAULT_RING_SIZE
     deadline_s: float = DEFAULT_DEADLINE_S
     ring_chunk_ids: int = DEFAULT_RING_CHUNK_IDS
+    order: Order = "arrival"
 
     def validate(self) -> None:
         for name, value in (
@@ -75,6 +81,8 @@ class ServerConfig:
                 raise LaunchError(f"{name} must be an integer >= 1, got {value!r}")
         if not (self.deadline_s > 0):
             raise LaunchError(f"deadline_s must be > 0 seconds, got {self.deadline_s!r}")
+        if self.order not in ORDERS:
+            raise LaunchError(f"order must be 'arrival' or 'completion', got {self.order!r}")
 
 
 def _server_policy(spec: Spec, fetch_set: set[str], top_set: set[str], threads: int | None) -> Spec:
@@ -125,4 +133,12 @@ def thread_share(workers: int, server_cores: tuple[int, ...] | None) -> int:
     return max(1, n // max(1, workers))
 
 
-__all__ = ["ServerConfig", "SpecInput", "default_workers", "server_spec", "thread_share"]
+__all__ = [
+    "ORDERS",
+    "Order",
+    "ServerConfig",
+    "SpecInput",
+    "default_workers",
+    "server_spec",
+    "thread_share",
+]

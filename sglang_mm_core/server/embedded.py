@@ -10,9 +10,11 @@ scheduler), which polls for processed requests and answers them itself.
             srv.push_result(rid, body, "application/json")   # once per rid
     srv.shutdown(timeout_s=10)
 
-Parked requests are handed over in the order they finished processing (with one worker, the
-order they arrived). Holding a finished request back behind a slower one that arrived earlier
-(a slow URL) would stall the host for no gain, so the ring does not."""
+Parked requests are handed over in the order they were accepted (``order="arrival"``, the
+default): a request still processing (a slow URL) holds back the finished ones accepted after
+it, while one that failed, timed out or lost its client is skipped. ``order="completion"``
+hands them over as they finish instead, so a slow request never stalls the host; a host that
+schedules out of order anyway may prefer it."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from .config import (
     DEFAULT_QUEUE_SIZE,
     DEFAULT_RING_CHUNK_IDS,
     DEFAULT_RING_SIZE,
+    Order,
     ServerConfig,
     SpecInput,
     default_workers,
@@ -72,6 +75,7 @@ class MmServer:
         ring_size: int = DEFAULT_RING_SIZE,
         deadline_s: float = DEFAULT_DEADLINE_S,
         ring_chunk_ids: int = DEFAULT_RING_CHUNK_IDS,
+        order: Order = "arrival",
         registry: Registry | None = None,
         log_level: str = "warning",
     ) -> MmServer:
@@ -80,8 +84,10 @@ class MmServer:
         ``cores``: None runs everything unpinned; ``(launch_cores, server_cores)`` as
         `partition_cores` returns them pins the workers and the ingress to ``server_cores``
         and then narrows the calling thread to ``launch_cores``; ``"auto"`` is
-        ``partition_cores()``. A setting that cannot be honoured raises `LaunchError` naming
-        it; a bad spec raises `SpecError`."""
+        ``partition_cores()``. ``order``: ``"arrival"`` hands parked requests to the host in
+        the order they were accepted, ``"completion"`` in the order they finished processing.
+        A setting that cannot be honoured raises `LaunchError` naming it; a bad spec raises
+        `SpecError`."""
         if isinstance(cores, str):
             if cores != "auto":
                 raise LaunchError(f"cores must be None, 'auto' or a pair of core sets: {cores!r}")
@@ -107,6 +113,7 @@ class MmServer:
             ring_size=ring_size,
             deadline_s=deadline_s,
             ring_chunk_ids=ring_chunk_ids,
+            order=order,
         )
         config.validate()
         resolved = server_spec(
@@ -177,12 +184,14 @@ class MmServer:
 
     # -- the host's loop ---------------------------------------------------------------------
     def wait_ingress(self, timeout_ms: float) -> bool:
-        """Block (GIL released) until a request is parked or ``timeout_ms`` passes; True if
-        something is ready to drain."""
+        """Block (GIL released) until a request is drainable or ``timeout_ms`` passes; True if
+        something is ready to drain. In arrival order a parked request held back by an earlier
+        one still processing does not count."""
         return self.engine.wait_ingress(timeout_ms)
 
     def drain(self, max_n: int) -> IngressBatch:
-        """Take up to ``max_n`` parked requests without blocking (possibly none)."""
+        """Take up to ``max_n`` drainable requests without blocking (possibly none), in the
+        launch's ``order``."""
         return self.engine.drain(max_n)
 
     def push_result(

@@ -8,7 +8,14 @@ host (``push_result``/``push_error``) or shutdown. The ingress awaits the answer
 loop; the answer is handed over with ``call_soon_threadsafe``.
 
 States: QUEUED -> RUNNING -> (DONE | PARKED -> DRAINED -> DONE). Only embedded ``submit``
-tickets park; the others go straight from RUNNING to DONE."""
+tickets park; the others go straight from RUNNING to DONE.
+
+A parked ticket is drainable once it is in the ring proper (``_ring``, hand-over order). In
+completion order it enters at once. In arrival order every submit ticket also waits in
+``_order`` (acceptance order) from acceptance on, and `_advance` moves the longest parked
+prefix of it into the ring, dropping tickets that left for good (answered, client gone) as they
+reach the front: a request still queued or running holds back those accepted after it, a failed
+one does not."""
 
 from __future__ import annotations
 
@@ -68,6 +75,7 @@ class Ticket:
         "kind",
         "loop",
         "parked",
+        "ready",
         "request",
         "rid",
         "state",
@@ -93,6 +101,7 @@ class Ticket:
         self.state = State.QUEUED
         self.gone = False
         self.parked: Parked | None = None
+        self.ready = False  # parked and in the ring proper (drainable); stays set once drained
 
 
 def _resolve(future: asyncio.Future[Answer], answer: Answer) -> None:
@@ -119,10 +128,13 @@ class Engine:
         self.pipeline: Pipeline | None = None
         self._lock = threading.Lock()
         self._work = threading.Condition(self._lock)  # queue not empty / stopping
-        self._parked_cv = threading.Condition(self._lock)  # ring not empty / closed
-        self._space = threading.Condition(self._lock)  # ring has room / closing
+        self._parked_cv = threading.Condition(self._lock)  # something drainable / closed
+        self._space = threading.Condition(self._lock)  # ring has room / new head / closing
         self._queue: deque[Ticket] = deque()
-        self._ring: deque[Ticket] = deque()
+        self._ring: deque[Ticket] = deque()  # drainable tickets, in hand-over order
+        self._arrival = config.order == "arrival"
+        self._order: deque[Ticket] = deque()  # arrival order: submit tickets not yet drainable
+        self._parked_n = 0  # PARKED tickets, drainable or not (what ring_size bounds)
         self._pending: dict[str, Ticket] = {}  # submit tickets from acceptance to answer
         self._live: set[Ticket] = set()  # every accepted ticket not yet answered
         self._recent: deque[str] = deque(maxlen=_RECENT_RIDS)
@@ -134,7 +146,7 @@ class Engine:
         self._closing = False  # shutdown begun: nothing new parks
         self._stopping = False  # workers exit once the queue is empty
         self.failed: BaseException | None = None  # pipeline build failure
-        self.metrics = Metrics(lambda: len(self._queue), lambda: len(self._ring))
+        self.metrics = Metrics(lambda: len(self._queue), lambda: self._parked_n)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def build(self) -> None:
@@ -165,6 +177,10 @@ class Engine:
         return len(self._queue)
 
     def parked_count(self) -> int:
+        """Processed requests waiting for the host, drainable or held back by arrival order."""
+        return self._parked_n
+
+    def drainable_count(self) -> int:
         return len(self._ring)
 
     # -- ingress side ------------------------------------------------------------------------
@@ -188,6 +204,8 @@ class Engine:
                         f"rid {ticket.rid!r} is already in flight; rids must be unique",
                     )
                 self._pending[ticket.rid] = ticket
+                if self._arrival:
+                    self._order.append(ticket)
             self._live.add(ticket)
             self._queue.append(ticket)
             self._work.notify()
@@ -212,9 +230,6 @@ class Engine:
             if ticket.state is State.DRAINED:
                 ticket.gone = True
                 return
-            if ticket.state is State.PARKED:
-                self._ring.remove(ticket)
-                self._space.notify()
             self._finish(ticket)
             ticket.parked = None
 
@@ -270,11 +285,13 @@ class Engine:
                 self._answer(ticket, answer)
 
     def _park(self, ticket: Ticket, out: MmOutput) -> None:
+        parked = Parked.of(ticket.rid, out)
         with self._lock:
             while (
-                len(self._ring) >= self.config.ring_size
+                self._parked_n >= self.config.ring_size
                 and not self._closing
                 and ticket.state is State.RUNNING
+                and not self._holds_back_all(ticket)
             ):
                 self._space.wait()
             if ticket.state is not State.RUNNING:
@@ -282,21 +299,68 @@ class Engine:
             if self._closing:
                 self._answer(ticket, shutting_down())
                 return
-            ticket.parked = Parked.of(ticket.rid, out, self._arena)
+            ticket.parked = parked
             ticket.state = State.PARKED
-            self._ring.append(ticket)
+            self._parked_n += 1
+            if self._arrival:
+                self._advance()
+            else:
+                self._make_ready(ticket)
+                self._parked_cv.notify_all()
+
+    def _holds_back_all(self, ticket: Ticket) -> bool:
+        """Arrival order, full ring, nothing drainable, and ``ticket`` first in line: the host
+        can free no space until it parks, so it may park past ``ring_size`` (by one)."""
+        return self._arrival and not self._ring and bool(self._order) and self._order[0] is ticket
+
+    # -- the ring (engine lock held) ---------------------------------------------------------
+    def _make_ready(self, ticket: Ticket) -> None:
+        """Make a parked ticket drainable: its ids enter the arena now, in hand-over order, so
+        a drain usually views one back-to-back run."""
+        ticket.parked.place(self._arena)  # type: ignore[union-attr]  # parked tickets have it
+        ticket.ready = True
+        self._ring.append(ticket)
+
+    def _advance(self) -> None:
+        """Arrival order: move the parked front of ``_order`` into the ring, dropping tickets
+        that left for good, up to the first ticket still queued or running."""
+        if self._closing:
+            return  # shutdown answers whatever is parked; nothing becomes drainable any more
+        order, moved, popped = self._order, False, False
+        while order:
+            head = order[0]
+            if head.state is State.PARKED:
+                order.popleft()
+                self._make_ready(head)
+                moved = True
+            elif head.state is State.DONE:
+                order.popleft()
+                popped = True
+            else:
+                break
+        if moved or popped:
+            self._space.notify_all()  # a new first in line may park past a full ring
+        if moved:
             self._parked_cv.notify_all()
 
     # -- answering (engine lock held) --------------------------------------------------------
     def _finish(self, ticket: Ticket) -> None:
+        was = ticket.state
         ticket.state = State.DONE
         self._live.discard(ticket)
+        if was is State.PARKED:  # withdrawn before the host drained it
+            self._parked_n -= 1
+            if ticket.ready:
+                self._ring.remove(ticket)
+            self._space.notify_all()  # room, and perhaps an empty ring (see _holds_back_all)
         if ticket.kind == "submit" and self._pending.get(ticket.rid) is ticket:
             del self._pending[ticket.rid]
             if len(self._recent) == self._recent.maxlen:
                 self._recent_set.discard(self._recent[0])
             self._recent.append(ticket.rid)
             self._recent_set.add(ticket.rid)
+        if self._arrival and self._order and self._order[0] is ticket:
+            self._advance()  # it held back those after it
 
     def _answer(self, ticket: Ticket, answer: Answer) -> bool:
         if ticket.state is State.DONE:
@@ -313,14 +377,18 @@ class Engine:
 
     # -- host side (embedded mode) -----------------------------------------------------------
     def wait_ingress(self, timeout_ms: float) -> bool:
-        """Block (GIL released) until a request is parked or ``timeout_ms`` passes."""
+        """Block (GIL released) until a request is drainable or ``timeout_ms`` passes."""
         with self._lock:
             if not self._ring and not self._closing:
-                self._parked_cv.wait(max(0.0, timeout_ms) / 1000.0)
+                end = time.monotonic() + max(0.0, timeout_ms) / 1000.0
+                while not self._ring and not self._closing:
+                    left = end - time.monotonic()
+                    if left <= 0 or not self._parked_cv.wait(left):
+                        break
             return bool(self._ring)
 
     def drain(self, max_n: int) -> IngressBatch:
-        """Take up to ``max_n`` parked requests, oldest first, without blocking."""
+        """Take up to ``max_n`` drainable requests, in hand-over order, without blocking."""
         if max_n < 0:
             raise ValueError(f"max_n must be >= 0, got {max_n}")
         parked: list[Parked] = []
@@ -334,6 +402,7 @@ class Engine:
                 take(t.parked)  # type: ignore[arg-type]  # a parked ticket has its entry
                 t.parked = None
             if n:
+                self._parked_n -= n
                 self._space.notify_all()
         return build_batch(parked, self.family, self.fingerprint)
 
@@ -351,9 +420,6 @@ class Engine:
         """Answer a parked or drained request; False if its client had already left."""
         with self._lock:
             ticket = self._host_ticket(rid, what)
-            if ticket.state is State.PARKED:
-                self._ring.remove(ticket)
-                self._space.notify()
             if ticket.gone:
                 self._finish(ticket)
                 ticket.parked = None
@@ -369,7 +435,9 @@ class Engine:
             while self._queue:
                 self._answer(self._queue.popleft(), shutting_down())
             while self._ring:
-                self._answer(self._ring.popleft(), shutting_down())
+                self._answer(self._ring[0], shutting_down())  # leaves the ring as it is answered
+            for ticket in [t for t in self._order if t.state is State.PARKED]:
+                self._answer(ticket, shutting_down())
             self._stopping = True
             self._work.notify_all()
             self._space.notify_all()
@@ -389,7 +457,7 @@ class Engine:
         with self._lock:
             n = 0
             while self._ring:
-                n += self._answer(self._ring.popleft(), shutting_down())
+                n += self._answer(self._ring[0], shutting_down())
             for ticket in list(self._live):
                 n += self._answer(ticket, shutting_down())
             return n

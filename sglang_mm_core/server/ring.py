@@ -1,17 +1,17 @@
 """The columnar hand-over of embedded mode: parked requests' ids live in an append-only arena,
 so a drained run of requests is one contiguous int64 slice, handed to the host as a view.
 
-Workers append each parked request's expanded ids to the current arena chunk (the copy is
-worker time, not host time). Requests parked one after another sit back to back, so the batch
-of a drain is usually ``chunk[a:b]`` with no copy at all; only when a drain spans two chunks,
-or a parked request was withdrawn from the middle (its client left), is the batch's buffer
-concatenated. A chunk is never reused: it is freed when the last batch viewing it is."""
+A request's ids are appended to the current arena chunk when it becomes drainable (by the worker
+or whoever made it drainable, never by ``drain``), so the arena holds them in hand-over order:
+the batch of a drain is usually ``chunk[a:b]`` with no copy at all; only when a drain spans two
+chunks, or a drainable request was withdrawn from the middle (its client left), is the batch's
+buffer concatenated. A chunk is never reused: it is freed when the last batch viewing it is."""
 
 from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import repeat
 from operator import attrgetter
 from typing import Any
@@ -23,23 +23,25 @@ from ..carriers import MmItem, MmOutput
 from ..positions import MRope
 
 IdArray = npt.NDArray[np.int64]
+_UNPLACED: IdArray = np.empty(0, dtype=np.int64)
 
 
 @dataclass(eq=False)
 class Parked:
     """One processed request waiting for the host, its batch columns prepared by the worker
-    that parked it (so a drain only gathers them: host time stays flat)."""
+    that parked it (so a drain only gathers them: host time stays flat). Its ids enter the
+    arena with `place`, once its place in the hand-over order is known."""
 
     header: dict[str, Any]
     items: list[MmItem]
     positions: IdArray | None
-    chunk: IdArray
-    start: int
-    end: int
+    ids: IdArray | None  # until placed
+    chunk: IdArray = field(default_factory=lambda: _UNPLACED)
+    start: int = 0
+    end: int = 0
 
     @classmethod
-    def of(cls, rid: str, out: MmOutput, arena: IdArena) -> Parked:
-        chunk, start, end = arena.store(out.input_ids)
+    def of(cls, rid: str, out: MmOutput) -> Parked:
         mrope = out.positions if isinstance(out.positions, MRope) else None
         header = {
             "rid": rid,
@@ -48,7 +50,14 @@ class Parked:
             "hashes": [it.hash for it in out.items],
             "mrope_delta": None if mrope is None else mrope.delta,
         }
-        return cls(header, out.items, None if mrope is None else mrope.positions, chunk, start, end)
+        positions = None if mrope is None else mrope.positions
+        return cls(header, out.items, positions, out.input_ids)
+
+    def place(self, arena: IdArena) -> None:
+        """Copy the ids into ``arena`` (after those placed before) and drop the original."""
+        assert self.ids is not None, "placed twice"
+        self.chunk, self.start, self.end = arena.store(self.ids)
+        self.ids = None
 
 
 class IdArena:
