@@ -4,22 +4,15 @@
 use mm_kernels::decode::{self, Alpha, DecodeOptions};
 use mm_kernels::resize::{self, PassOrder, Resample};
 use mm_kernels::{b64, dims, hash, Par};
-use mm_pyglue::{array_from_vec, rgb_view, to_pyerr};
+use mm_pyglue::{array_from_vec, bytes_snapshot, rgb_view, to_pyerr};
 use numpy::{PyArrayDyn, PyReadonlyArray3};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-/// Borrow `bytes` without copying; other bytes-like objects (bytearray, memoryview) are
-/// snapshotted into `bytes` first, since abi3 for Python 3.10 has no buffer protocol and a
-/// mutable buffer must not change under a kernel running without the GIL.
+/// Run `f` over the bytes of a bytes-like object (see `mm_pyglue::bytes_snapshot`).
 fn with_bytes<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
-    if let Ok(b) = obj.cast::<PyBytes>() {
-        return Ok(f(b.as_bytes()));
-    }
-    let builtins = obj.py().import("builtins")?;
-    let snapshot = builtins.getattr("bytes")?.call1((obj,))?;
-    let b = snapshot.cast::<PyBytes>()?;
-    Ok(f(b.as_bytes()))
+    let snapshot = bytes_snapshot(obj)?;
+    Ok(f(snapshot.as_bytes()))
 }
 
 #[pyfunction]

@@ -5,6 +5,7 @@ use mm_kernels::{KernelError, RgbView};
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray3, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyAnyMethods;
+use pyo3::types::{PyByteArray, PyBytes, PyMemoryView};
 
 /// Raise the `sglang_mm_core.errors` class for `err` (DecodeError, LimitError, MmRequestError).
 pub fn to_pyerr(py: Python<'_>, err: KernelError) -> PyErr {
@@ -22,6 +23,27 @@ pub fn to_pyerr(py: Python<'_>, err: KernelError) -> PyErr {
         Ok(exc) => PyErr::from_value(exc),
         Err(import_err) => import_err,
     }
+}
+
+/// A snapshot of a bytes-like object as `bytes` (borrowed when it already is one), so the
+/// buffer cannot change while a kernel reads it without the GIL. abi3 for Python 3.10 has no
+/// buffer protocol, so `bytearray` and `memoryview` are copied once; anything else is refused.
+pub fn bytes_snapshot<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return Ok(b.clone());
+    }
+    if obj.is_instance_of::<PyByteArray>() || obj.is_instance_of::<PyMemoryView>() {
+        let builtins = obj.py().import("builtins")?;
+        return Ok(builtins
+            .getattr("bytes")?
+            .call1((obj,))?
+            .cast_into::<PyBytes>()?);
+    }
+    let kind = obj.get_type().name()?;
+    Err(to_pyerr(
+        obj.py(),
+        KernelError::InvalidArgument(format!("expected encoded image bytes, got {kind}")),
+    ))
 }
 
 /// Borrow a C-contiguous `[h, w, 3]` uint8 array as an [`RgbView`] (no copy).

@@ -13,11 +13,11 @@ use std::sync::OnceLock;
 use kernel::Args;
 use lut::Tables;
 use mm_kernels::{hash, KernelError, Par};
-use mm_pyglue::{rgb_view, to_pyerr};
+use mm_pyglue::{bytes_snapshot, rgb_view, to_pyerr};
 use numpy::{PyArray1, PyArray2, PyReadonlyArray3};
 use patchify::Patches;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyTuple};
 
 /// The three channel tables, built once per process.
 fn tables() -> &'static Tables {
@@ -61,26 +61,6 @@ fn at_item(py: Python<'_>, err: PyErr, k: usize) -> PyErr {
     }
 }
 
-/// A snapshot of a bytes-like object as `bytes` (borrowed when it already is one), so the
-/// buffer cannot change while a kernel reads it without the GIL.
-fn as_bytes<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-    if let Ok(b) = obj.cast::<PyBytes>() {
-        return Ok(b.clone());
-    }
-    if obj.is_instance_of::<PyByteArray>() || obj.is_instance_of::<PyMemoryView>() {
-        let builtins = obj.py().import("builtins")?;
-        return Ok(builtins
-            .getattr("bytes")?
-            .call1((obj,))?
-            .cast_into::<PyBytes>()?);
-    }
-    let kind = obj.get_type().name()?;
-    Err(to_pyerr(
-        obj.py(),
-        KernelError::InvalidArgument(format!("expected encoded image bytes, got {kind}")),
-    ))
-}
-
 fn bits_array(py: Python<'_>, bits: Vec<u16>) -> Bound<'_, PyArray1<u16>> {
     PyArray1::from_vec(py, bits)
 }
@@ -89,7 +69,7 @@ fn batch_bytes<'py>(datas: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyByte
     let py = datas.py();
     let mut out = Vec::new();
     for (k, item) in datas.try_iter()?.enumerate() {
-        out.push(as_bytes(&item?).map_err(|e| at_item(py, e, k))?);
+        out.push(bytes_snapshot(&item?).map_err(|e| at_item(py, e, k))?);
     }
     Ok(out)
 }
@@ -178,7 +158,7 @@ fn decode_patchify<'py>(
     threads: Option<i64>,
 ) -> PyResult<(usize, usize, Bound<'py, PyArray1<u16>>)> {
     let args = args(py, patch_size, rescale_frac, rescale_cap)?;
-    let bytes = as_bytes(data)?;
+    let bytes = bytes_snapshot(data)?;
     let slice = bytes.as_bytes();
     let par = par_for(py, threads)?;
     let p = py
