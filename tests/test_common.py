@@ -30,9 +30,9 @@ def test_decode_keywords_and_limits() -> None:
     data = (EXAMPLES / "logo_rgba.png").read_bytes()
     drop = common.image_decode_rgb(data, alpha="drop")
     np.testing.assert_array_equal(drop, np.asarray(Image.open(io.BytesIO(data)).convert("RGB")))
-    with pytest.raises(LimitError):
+    with pytest.raises(LimitError, match=r"250x250 = 62500 pixels exceeds the limit of 100"):
         common.image_decode_rgb(data, max_pixels=100)
-    with pytest.raises(DecodeError):
+    with pytest.raises(DecodeError, match="cannot decode PNG image: truncated"):
         common.image_decode_rgb(b"\x89PNG\r\n\x1a\n")
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import blake3
+import corpus
 import numpy as np
 import pytest
 from core_helpers import png_bytes
@@ -386,16 +387,16 @@ def test_source_forms_agree(registry: Registry, tmp_path: Path) -> None:
 
 
 def test_decode_options_reach_the_decoder(registry: Registry) -> None:
-    from sglang_mm_core import _native
-
     rgba = np.dstack([images(1)[0], np.arange(13 * 9, dtype=np.uint8).reshape(9, 13)])
     data = png_bytes(rgba, mode="RGBA")
     fam = ToyFamily(ToyFamily.Params())
+    refs = {}
     for alpha in ("white", "drop"):
         with pipe(registry, decode={"alpha": alpha}) as p:
             out = p.process(MmInput(prompt(1), [data]))
-        ref = fam.process_item(_native.image_decode_rgb(data, alpha=alpha))
-        assert out.items[0].feature == ref.feature
+        refs[alpha] = fam.process_item(corpus.pillow_decode(data, alpha)).feature
+        assert out.items[0].feature == refs[alpha]
+    assert refs["white"] != refs["drop"]  # the option is visible in the output
 
 
 # -- batches ----------------------------------------------------------------------------------

@@ -83,16 +83,21 @@ def test_random_against_naive() -> None:
 
 
 @pytest.mark.parametrize(
-    ("length", "offsets", "grids"),
+    ("length", "offsets", "grids", "message"),
     [
-        (10, [(2, 5)], [(1, 2, 3)]),  # wrong size
-        (5, [(2, 5)], [(1, 2, 2)]),  # past the end
-        (12, [(0, 3), (2, 5)], [(1, 2, 2), (1, 2, 2)]),  # overlap
-        (12, [(0, 3)], [(1, 2, 2), (1, 1, 1)]),  # counts differ
+        (10, [(2, 5)], [(1, 2, 3)], r"\[2, 5\] do not fit a grid of 1x2x3 in 10"),  # wrong size
+        (5, [(2, 5)], [(1, 2, 2)], r"\[2, 5\] do not fit a grid of 1x2x2 in 5"),  # past the end
+        (
+            12,
+            [(0, 3), (2, 5)],
+            [(1, 2, 2), (1, 2, 2)],
+            r"\[2, 5\] do not fit a grid of 1x2x2 in 12",
+        ),  # overlap
+        (12, [(0, 3)], [(1, 2, 2), (1, 1, 1)], r"1 offset pair\(s\) but 2 grid"),  # counts differ
     ],
 )
-def test_mrope_rejects_bad_blocks(length: int, offsets, grids) -> None:
-    with pytest.raises(LayoutError):
+def test_mrope_rejects_bad_blocks(length: int, offsets, grids, message: str) -> None:
+    with pytest.raises(LayoutError, match=message):
         mrope_positions(length, offsets, grids)
 
 

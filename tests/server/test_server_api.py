@@ -309,9 +309,9 @@ def test_fetch_error_type_round_trips_in_client(
     fam: FamilySetup, client: Client, http_server: Any
 ) -> None:
     url = http_server.url("/bytes/10")
-    with pytest.raises(FetchError):
+    with pytest.raises(FetchError, match=r"127\.0\.0\.1 is a loopback address, refused by fetch"):
         client.preprocess(MmInput(input_ids=fam.prompt(1), images=[url]))
-    with pytest.raises(LimitError):
+    with pytest.raises(LimitError, match=r"has 100 image\(s\), over limits\.max_items = \d+$"):
         client.preprocess(MmInput(input_ids=fam.prompt(100), images=[b"x"] * 100))
 
 

@@ -118,5 +118,5 @@ def test_error_bodies_become_typed_errors(peer_factory: list[ScriptedPeer]) -> N
 
 
 def test_bad_base_url() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"base_url must be http\(s\)://host\[:port\], got 'ftp:"):
         Client("ftp://127.0.0.1:1")

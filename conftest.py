@@ -1,0 +1,29 @@
+"""Repository-wide pytest hooks. In CI (``CI`` set, as `.ci/run` is run) a skipped test fails
+the run: a skip there means coverage silently went missing (an uninstalled plugin, a missing
+tool), which must not pass as green."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+_skipped: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.skipped and os.environ.get("CI"):
+        _skipped.append(report.nodeid)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _skipped and exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _skipped:
+        terminalreporter.write_line(
+            f"CI: {len(_skipped)} skipped test(s) count as failures: " + ", ".join(_skipped[:10]),
+            red=True,
+        )
