@@ -103,6 +103,31 @@ fn run_batch(
     Ok(out)
 }
 
+/// Both batch functions: `(h, w, bits)` per item in input order, plus the content hash as a
+/// fourth entry when `with_hash`.
+fn batch_list<'py>(
+    py: Python<'py>,
+    datas: &Bound<'py, PyAny>,
+    args: &Args,
+    threads: Option<i64>,
+    with_hash: bool,
+) -> PyResult<Bound<'py, PyList>> {
+    let owned = batch_bytes(datas)?;
+    let done = run_batch(py, &owned, args, threads, with_hash)?;
+    let items = done
+        .into_iter()
+        .map(|(p, h)| {
+            let (height, width, bits) = (p.height, p.width, bits_array(py, p.bits));
+            if with_hash {
+                (height, width, bits, h).into_pyobject(py)
+            } else {
+                (height, width, bits).into_pyobject(py)
+            }
+        })
+        .collect::<PyResult<Vec<Bound<'py, PyTuple>>>>()?;
+    PyList::new(py, items)
+}
+
 /// `(h, w, nph, npw, bits)` of one processed image.
 type Processed<'py> = (usize, usize, usize, usize, Bound<'py, PyArray1<u16>>);
 
@@ -179,13 +204,7 @@ fn decode_patchify_batch<'py>(
     threads: Option<i64>,
 ) -> PyResult<Bound<'py, PyList>> {
     let args = args(py, patch_size, rescale_frac, rescale_cap)?;
-    let owned = batch_bytes(datas)?;
-    let done = run_batch(py, &owned, &args, threads, false)?;
-    let items = done
-        .into_iter()
-        .map(|(p, _)| (p.height, p.width, bits_array(py, p.bits)).into_pyobject(py))
-        .collect::<PyResult<Vec<Bound<'py, PyTuple>>>>()?;
-    PyList::new(py, items)
+    batch_list(py, datas, &args, threads, false)
 }
 
 /// `preprocess_images(datas, ...) -> list[(h, w, bits, hash)]`, in input order; `hash` is the
@@ -201,13 +220,7 @@ fn preprocess_images<'py>(
     threads: Option<i64>,
 ) -> PyResult<Bound<'py, PyList>> {
     let args = args(py, patch_size, rescale_frac, rescale_cap)?;
-    let owned = batch_bytes(datas)?;
-    let done = run_batch(py, &owned, &args, threads, true)?;
-    let items = done
-        .into_iter()
-        .map(|(p, h)| (p.height, p.width, bits_array(py, p.bits), h).into_pyobject(py))
-        .collect::<PyResult<Vec<Bound<'py, PyTuple>>>>()?;
-    PyList::new(py, items)
+    batch_list(py, datas, &args, threads, true)
 }
 
 /// `scaled_size(w, h, rescale_frac=None, rescale_cap=None) -> (w, h)`: the rescale rule alone

@@ -2,95 +2,20 @@
 //! a small band buffer (cache resident), and each band goes straight into the patch layout. The
 //! resized image is never written out whole nor read back from memory.
 //!
-//! The passes, their tables and their order are exactly those of
-//! [`mm_kernels::resize::ResizePlan`] (which plans and validates the resize; its pass-order rule
-//! is mirrored here), so the bands are bit-identical to the rows of `resize_rgb`.
+//! The bands come from [`mm_kernels::resize::ResizePlan::run_rows`], so they are bit-identical
+//! to the rows of `resize_rgb`.
 
 use std::mem::MaybeUninit;
+use std::sync::OnceLock;
 
-use mm_kernels::resize::passes::{self, Kernel, Region};
-use mm_kernels::resize::{AxisCoeffs, PassOrder, Resample, ResizePlan};
-use mm_kernels::{Par, Result, RgbView};
+use mm_kernels::resize::{PassOrder, Resample, ResizePlan, RowScratch};
+use mm_kernels::{KernelError, Par, Result, RgbView};
 
 use crate::normalize::Normalizer;
 use crate::patchify::{block_rows, Grid, Patching, Store};
 
 /// Image rows resized per step, at least (rounded up to whole merge-block rows).
 const STEP_ROWS: usize = 48;
-
-/// Which passes run, in which order (as `ResizePlan` picks them).
-enum Steps {
-    Copy,
-    Horizontal(AxisCoeffs),
-    Vertical(AxisCoeffs),
-    HorizontalThenVertical {
-        h: AxisCoeffs,
-        v: AxisCoeffs,
-    },
-    /// The vertical pass reads only the columns `cols` the horizontal table uses; `h` is shifted
-    /// to start at `cols.0`.
-    VerticalThenHorizontal {
-        v: AxisCoeffs,
-        h: AxisCoeffs,
-        cols: (usize, usize),
-    },
-}
-
-impl Steps {
-    fn new(
-        src: RgbView<'_>,
-        out_w: usize,
-        out_h: usize,
-        r: Resample,
-        o: PassOrder,
-    ) -> Result<Self> {
-        let (in_w, in_h) = (src.width, src.height);
-        if (in_w, in_h) == (out_w, out_h) {
-            return Ok(Self::Copy);
-        }
-        // The plan is the authority on what may be resized (sizes, caps); its tables are
-        // rebuilt below because its steps are private.
-        ResizePlan::new(in_w, in_h, out_w, out_h, r, o)?;
-        let vertical_first = match (r, o) {
-            (Resample::AtenU8, _) | (_, PassOrder::Pillow12) => false,
-            (_, PassOrder::Pillow13) => {
-                let dh = in_h as i128 - out_h as i128;
-                let dw = in_w as i128 - out_w as i128;
-                dh > 0 && dh > 2 * dw
-            }
-        };
-        Ok(match (out_w != in_w, out_h != in_h) {
-            (false, _) => Self::Vertical(r.axis(in_h, out_h)?),
-            (true, false) => Self::Horizontal(r.axis(in_w, out_w)?),
-            (true, true) if vertical_first => {
-                let mut h = r.axis(in_w, out_w)?;
-                let cols = h.used_range();
-                for s in &mut h.start {
-                    *s -= cols.0;
-                }
-                h.in_size -= cols.0;
-                Self::VerticalThenHorizontal {
-                    v: r.axis(in_h, out_h)?,
-                    h,
-                    cols,
-                }
-            }
-            (true, true) => Self::HorizontalThenVertical {
-                h: r.axis(in_w, out_w)?,
-                v: r.axis(in_h, out_h)?,
-            },
-        })
-    }
-}
-
-/// Per-thread buffers of the band-wise resize.
-#[derive(Default)]
-struct Scratch {
-    band: Vec<u8>,
-    /// The intermediate rows of a two-pass resize.
-    tmp: Rolling,
-    transpose: Vec<u8>,
-}
 
 /// Resize `src` to `out_w x out_h` (skipped when the size is unchanged) and patchify it.
 /// Returns the values and the patch grid `(gh, gw)`.
@@ -106,125 +31,42 @@ pub fn resize_patchify(
     par: &Par,
 ) -> Result<(Vec<f32>, usize, usize)> {
     let g = Grid::new(out_w, out_h, p)?;
-    let steps = Steps::new(src, out_w, out_h, resample, order)?;
-    let row_bytes = out_w * 3;
+    let (in_w, in_h) = (src.width, src.height);
+    let plan = if (in_w, in_h) == (out_w, out_h) {
+        None
+    } else {
+        Some(ResizePlan::new(in_w, in_h, out_w, out_h, resample, order)?)
+    };
+    let (in_row, row_bytes) = (in_w * 3, out_w * 3);
     let per_step = STEP_ROWS.div_ceil(g.unit);
-    let full = Region::full(src.data, src.width, src.height);
-    let k = Kernel::Auto;
+    let failed = OnceLock::<KernelError>::new();
     let fill = |first: usize, chunk: &mut [MaybeUninit<f32>], store: Store| {
-        let mut s = Scratch::default();
+        let mut band = Vec::new();
+        let mut scratch = RowScratch::default();
         let step_len = per_step * g.block_row_len;
         for (i, part) in chunk.chunks_mut(step_len).enumerate() {
             let blocks = part.len() / g.block_row_len;
             let (y, n) = ((first + i * per_step) * g.unit, blocks * g.unit);
-            let band: &[u8] = match &steps {
-                Steps::Copy => &src.data[y * row_bytes..(y + n) * row_bytes],
-                _ => {
-                    s.band.resize(n * row_bytes, 0);
-                    resize_rows(&steps, full, out_w, y, &mut s, k);
-                    &s.band
+            let rows: &[u8] = match &plan {
+                None => &src.data[y * row_bytes..(y + n) * row_bytes],
+                Some(plan) => {
+                    band.resize(n * row_bytes, 0);
+                    let (lo, hi) = plan.input_rows(y, y + n);
+                    let input = &src.data[lo * in_row..hi * in_row];
+                    if let Err(e) = plan.run_rows(input, y, y + n, &mut band, &mut scratch) {
+                        let _ = failed.set(e);
+                    }
+                    &band
                 }
             };
-            block_rows(band, out_w, norm, p, &g, part, store);
+            block_rows(rows, out_w, norm, p, &g, part, store);
         }
     };
     // SAFETY: `block_rows` writes every element of each part, and the parts tile each chunk.
     let out = unsafe { g.build(par, fill) }?;
-    Ok((out, g.gh, g.gw))
-}
-
-/// Rows `y..y + n` of the resized image into `s.band` (`n` whole rows of `out_w` pixels).
-fn resize_rows(
-    steps: &Steps,
-    full: Region<'_>,
-    out_w: usize,
-    y: usize,
-    s: &mut Scratch,
-    k: Kernel,
-) {
-    let row_bytes = out_w * 3;
-    let n = s.band.len() / row_bytes;
-    match steps {
-        Steps::Copy => s
-            .band
-            .copy_from_slice(&full.data[y * row_bytes..(y + n) * row_bytes]),
-        Steps::Horizontal(h) => {
-            passes::horizontal_rows(full, h, y, &mut s.band, &mut s.transpose, k)
-        }
-        Steps::Vertical(v) => passes::vertical_rows(full, v, y, &mut s.band, k),
-        Steps::HorizontalThenVertical { h, v } => {
-            let rows = v.window_union(y, y + n);
-            let transpose = &mut s.transpose;
-            s.tmp.ensure(row_bytes, rows, |r, dst| {
-                passes::horizontal_rows(full, h, r, dst, transpose, k);
-            });
-            passes::vertical_rows(s.tmp.region(out_w), v, y, &mut s.band, k);
-        }
-        Steps::VerticalThenHorizontal { v, h, cols } => {
-            let cols_w = cols.1 - cols.0;
-            let cropped = Region {
-                x0: cols.0,
-                w: cols_w,
-                ..full
-            };
-            let tmp = &mut s.tmp.buf;
-            tmp.resize(n * cols_w * 3, 0);
-            passes::vertical_rows(cropped, v, y, tmp, k);
-            let rows = Region {
-                y0: y,
-                h: n,
-                ..Region::full(tmp, cols_w, n)
-            };
-            passes::horizontal_rows(rows, h, y, &mut s.band, &mut s.transpose, k);
-        }
-    }
-}
-
-/// A window of consecutive intermediate rows `first..first + rows`, slid forward as the output
-/// rows that read it advance (their windows only ever move forward).
-#[derive(Default)]
-struct Rolling {
-    buf: Vec<u8>,
-    first: usize,
-    rows: usize,
-}
-
-impl Rolling {
-    /// Hold rows `lo..hi` of `rb` bytes: keep those already computed, `fill(first_row, dst)` the
-    /// rest.
-    fn ensure(
-        &mut self,
-        rb: usize,
-        (lo, hi): (usize, usize),
-        mut fill: impl FnMut(usize, &mut [u8]),
-    ) {
-        if lo < self.first || lo >= self.first + self.rows {
-            self.first = lo;
-            self.rows = 0;
-        } else {
-            let drop = lo - self.first;
-            self.buf.copy_within(drop * rb..self.rows * rb, 0);
-            self.first = lo;
-            self.rows -= drop;
-        }
-        let have = self.first + self.rows;
-        if hi > have {
-            self.buf.resize((hi - self.first) * rb, 0);
-            fill(
-                have,
-                &mut self.buf[(have - self.first) * rb..(hi - self.first) * rb],
-            );
-            self.rows = hi - self.first;
-        }
-    }
-
-    fn region(&self, w: usize) -> Region<'_> {
-        let data = &self.buf[..self.rows * w * 3];
-        Region {
-            y0: self.first,
-            h: self.rows,
-            ..Region::full(data, w, self.rows)
-        }
+    match failed.into_inner() {
+        Some(e) => Err(e),
+        None => Ok((out, g.gh, g.gw)),
     }
 }
 

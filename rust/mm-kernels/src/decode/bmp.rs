@@ -249,17 +249,7 @@ fn bitfields(bits: u16, [r, g, b, a]: [u32; 4]) -> Option<Raw> {
 
 pub(crate) fn probe(data: &[u8]) -> Result<Header> {
     let b = parse(data)?;
-    if b.width == 0 || b.height == 0 {
-        return Err(bad(
-            F,
-            format!("image has zero size ({}x{})", b.width, b.height),
-        ));
-    }
-    Ok(Header {
-        width: b.width,
-        height: b.height,
-        orientation: 1,
-    })
+    Header::unrotated(F, b.width, b.height)
 }
 
 pub(crate) fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Decoded> {

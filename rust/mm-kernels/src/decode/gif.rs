@@ -153,17 +153,7 @@ fn read_frame(data: &[u8]) -> Result<Frame<'_>> {
 
 pub(crate) fn probe(data: &[u8]) -> Result<Header> {
     let f = read_frame(data)?;
-    if f.width == 0 || f.height == 0 {
-        return Err(bad(
-            F,
-            format!("image has zero size ({}x{})", f.width, f.height),
-        ));
-    }
-    Ok(Header {
-        width: f.width,
-        height: f.height,
-        orientation: 1,
-    })
+    Header::unrotated(F, f.width, f.height)
 }
 
 pub(crate) fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Decoded> {

@@ -4,14 +4,20 @@
 use super::{bad, DecodeOptions, Format};
 use crate::error::{KernelError, Result};
 
-/// Refuse empty images (Pillow cannot open them either) and images over the limits.
-pub(crate) fn check(format: Format, width: u64, height: u64, opts: &DecodeOptions) -> Result<()> {
+/// Refuse empty images: Pillow cannot open them either.
+pub(crate) fn non_empty(format: Format, width: u64, height: u64) -> Result<()> {
     if width == 0 || height == 0 {
         return Err(bad(
             format,
             format!("image has zero size ({width}x{height})"),
         ));
     }
+    Ok(())
+}
+
+/// Refuse empty images and images over the limits.
+pub(crate) fn check(format: Format, width: u64, height: u64, opts: &DecodeOptions) -> Result<()> {
+    non_empty(format, width, height)?;
     let side = u64::from(opts.max_side);
     if width > side || height > side {
         return Err(KernelError::Limit(format!(

@@ -106,6 +106,18 @@ pub(crate) struct Decoded {
     pub orientation: u8,
 }
 
+impl Header {
+    /// The header of a non-empty image of a format that carries no orientation.
+    pub(crate) fn unrotated(format: Format, width: u32, height: u32) -> Result<Self> {
+        limits::non_empty(format, width.into(), height.into())?;
+        Ok(Self {
+            width,
+            height,
+            orientation: 1,
+        })
+    }
+}
+
 /// Decode `data` to RGB, checking the limits from the header before any pixel is decoded.
 pub fn decode_rgb(data: &[u8], opts: &DecodeOptions) -> Result<RgbImage> {
     let decoded = match Format::detect(data)? {

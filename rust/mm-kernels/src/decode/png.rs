@@ -545,12 +545,7 @@ fn open(data: &[u8]) -> Result<Opened<'_>> {
 
 pub(crate) fn probe(data: &[u8]) -> Result<Header> {
     let o = open(data)?;
-    if o.width == 0 || o.height == 0 {
-        return Err(bad(
-            F,
-            format!("image has zero size ({}x{})", o.width, o.height),
-        ));
-    }
+    limits::non_empty(F, o.width.into(), o.height.into())?;
     // The orientation may sit in chunks after the image data: walk them (no pixel decode).
     let mut info = o.info;
     let after = skip_image_data(data, o.idat)?;
