@@ -19,47 +19,23 @@ from pathlib import Path
 
 import numpy as np
 from PIL import Image
-from skimage import data as skdata
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins" / "inkling" / "tests"))
 import inkling_reference as ref
+from _images import jpeg, mosaic, photos
 from sglang_mm_inkling import decode_patchify, decode_patchify_batch
 
 PS, FRAC, CAP = 40, 2.0, 2048
 SIZE = (1920, 1080)
 
 
-def _photos() -> list[np.ndarray]:
-    gray = skdata.camera()
-    return [
-        skdata.astronaut(),
-        skdata.coffee(),
-        skdata.chelsea(),
-        skdata.rocket(),
-        skdata.stereo_motorcycle()[0],
-        skdata.hubble_deep_field(),
-        skdata.retina(),
-        np.stack([gray] * 3, axis=-1),
-    ]
-
-
-def _jpeg(img: Image.Image) -> bytes:
-    buf = io.BytesIO()
-    img.save(buf, format="JPEG", quality=90)
-    return buf.getvalue()
-
-
 def mosaic_1080p() -> bytes:
     """A 1920x1080 JPEG of four photos (960x540 each), so it has photo-like detail throughout."""
-    canvas = Image.new("RGB", SIZE)
-    for k, arr in enumerate(_photos()[1:5]):
-        tile = Image.fromarray(arr).resize((960, 540), Image.Resampling.LANCZOS)
-        canvas.paste(tile, ((k % 2) * 960, (k // 2) * 540))
-    return _jpeg(canvas)
+    return mosaic(SIZE, 2, 2, first=1)
 
 
 def batch_1080p() -> list[bytes]:
-    return [_jpeg(Image.fromarray(a).resize(SIZE, Image.Resampling.LANCZOS)) for a in _photos()]
+    return [jpeg(Image.fromarray(a).resize(SIZE, Image.Resampling.LANCZOS)) for a in photos()]
 
 
 def timed(fn: Callable[[], object], repeat: int) -> float:

@@ -23,12 +23,12 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 from PIL import Image, ImageOps
-from skimage import data as skdata
 
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 warnings.simplefilter("ignore")
+
+from _images import mosaic  # noqa: E402
 
 from sglang_mm_core.carriers import MmInput  # noqa: E402
 from sglang_mm_core.spec import pipeline_from_spec  # noqa: E402
@@ -52,38 +52,6 @@ def same_shape(name: str, ref: Any, ours: Any) -> None:
     got, want = tuple(ours.items[0].feature.array.shape), tuple(ref["pixel_values"].shape)
     if got != want:
         raise SystemExit(f"{name}: reference made pixel_values {want}, sglang-mm {got}")
-
-
-def _photos() -> list[np.ndarray]:
-    gray = skdata.camera()
-    return [
-        skdata.astronaut(),
-        skdata.coffee(),
-        skdata.chelsea(),
-        skdata.rocket(),
-        skdata.stereo_motorcycle()[0],
-        skdata.hubble_deep_field(),
-        skdata.retina(),
-        np.stack([gray] * 3, axis=-1),
-    ]
-
-
-def _jpeg(img: Image.Image) -> bytes:
-    buf = io.BytesIO()
-    img.save(buf, format="JPEG", quality=90)
-    return buf.getvalue()
-
-
-def mosaic(size: tuple[int, int], cols: int, rows: int, first: int = 0) -> bytes:
-    """A JPEG of photo tiles, so it has photo-like detail throughout."""
-    photos = _photos()
-    tw, th = size[0] // cols, size[1] // rows
-    canvas = Image.new("RGB", size)
-    for k in range(cols * rows):
-        arr = photos[(first + k) % len(photos)]
-        tile = Image.fromarray(arr).resize((tw, th), Image.Resampling.LANCZOS)
-        canvas.paste(tile, ((k % cols) * tw, (k // cols) * th))
-    return _jpeg(canvas)
 
 
 def timed(fn: Callable[[], object], repeat: int) -> float:
