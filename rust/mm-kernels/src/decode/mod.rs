@@ -246,4 +246,6 @@ pub(crate) fn bad(format: Format, reason: impl Into<String>) -> KernelError {
 #[cfg(test)]
 mod stream_tests;
 #[cfg(test)]
+mod test_jpeg;
+#[cfg(test)]
 mod tests;

@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use super::test_jpeg::encode_jpeg;
 use super::*;
 use crate::par::Par;
 
@@ -16,37 +17,7 @@ fn pattern(w: usize, h: usize, channels: usize) -> Vec<u8> {
 
 /// A TurboJPEG encoding of a pattern in pixel format `pf` with subsampling `samp`.
 fn encode(w: usize, h: usize, pf: i32, channels: usize, samp: i32, progressive: bool) -> Vec<u8> {
-    use turbojpeg_sys as tj;
-    let px = pattern(w, h, channels);
-    // SAFETY: plain TurboJPEG compression of a valid buffer; the output is freed below.
-    unsafe {
-        let handle = tj::tj3Init(tj::TJINIT_TJINIT_COMPRESS as _);
-        assert!(!handle.is_null());
-        tj::tj3Set(handle, tj::TJPARAM_TJPARAM_QUALITY as _, 85);
-        tj::tj3Set(handle, tj::TJPARAM_TJPARAM_SUBSAMP as _, samp);
-        tj::tj3Set(
-            handle,
-            tj::TJPARAM_TJPARAM_PROGRESSIVE as _,
-            i32::from(progressive),
-        );
-        let mut buf: *mut u8 = std::ptr::null_mut();
-        let mut size = 0;
-        let rc = tj::tj3Compress8(
-            handle,
-            px.as_ptr(),
-            w as _,
-            0,
-            h as _,
-            pf,
-            &mut buf,
-            &mut size,
-        );
-        assert_eq!(rc, 0);
-        let out = std::slice::from_raw_parts(buf, size as usize).to_vec();
-        tj::tj3Free(buf.cast());
-        tj::tj3Destroy(handle);
-        out
-    }
+    encode_jpeg(&pattern(w, h, channels), w, h, pf, 85, samp, progressive)
 }
 
 fn corpus() -> Vec<(&'static str, Vec<u8>)> {

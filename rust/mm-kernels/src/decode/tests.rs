@@ -4,6 +4,7 @@
 
 use std::io::Write;
 
+use super::test_jpeg::encode_jpeg;
 use super::*;
 use crate::error::KernelError;
 
@@ -79,35 +80,8 @@ fn png(w: u32, h: u32, bit_depth: u8, color_type: u8, rows: &[u8], extra: &[Vec<
 
 fn jpeg(w: usize, h: usize) -> Vec<u8> {
     use turbojpeg_sys as tj;
-    let px = pattern(w, h);
-    // SAFETY: plain TurboJPEG compression of a valid RGB buffer; the output is freed below.
-    unsafe {
-        let handle = tj::tj3Init(tj::TJINIT_TJINIT_COMPRESS as _);
-        assert!(!handle.is_null());
-        tj::tj3Set(handle, tj::TJPARAM_TJPARAM_QUALITY as _, 90);
-        tj::tj3Set(
-            handle,
-            tj::TJPARAM_TJPARAM_SUBSAMP as _,
-            tj::TJSAMP_TJSAMP_444 as _,
-        );
-        let mut buf: *mut u8 = std::ptr::null_mut();
-        let mut size = 0;
-        let rc = tj::tj3Compress8(
-            handle,
-            px.as_ptr(),
-            w as _,
-            0,
-            h as _,
-            tj::TJPF_TJPF_RGB as _,
-            &mut buf,
-            &mut size,
-        );
-        assert_eq!(rc, 0);
-        let out = std::slice::from_raw_parts(buf, size as usize).to_vec();
-        tj::tj3Free(buf.cast());
-        tj::tj3Destroy(handle);
-        out
-    }
+    let (rgb, s444) = (tj::TJPF_TJPF_RGB as _, tj::TJSAMP_TJSAMP_444 as _);
+    encode_jpeg(&pattern(w, h), w, h, rgb, 90, s444, false)
 }
 
 fn webp_lossless(w: usize, h: usize) -> Vec<u8> {
