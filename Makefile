@@ -65,7 +65,7 @@ dist: env
 wheelhouse: dist
 	@mkdir -p $(WHEELHOUSE)
 	$(PY) -m pip download --quiet --dest $(WHEELHOUSE) -c requirements/dev.txt \
-	  "$$(ls $(DIST)/sglang_mm_core-*.whl)[conformance,safetensors]" $(PLUGIN_WHEELS) maturin cmake
+	  "$$(ls $(DIST)/sglang_mm_core-*.whl)[conformance,safetensors]" $(PLUGIN_WHEELS) maturin cmake pillow
 	rm -f $(WHEELHOUSE)/sglang_mm_*  # ours come from dist/ itself, always the fresh ones
 
 lint: env
