@@ -35,7 +35,14 @@ fn square(
     lut: &[[f32; 256]; 3],
     par: &Par,
 ) -> Result<Vec<f32>, KernelError> {
-    let resized = resize_rgb(src, size, size, Resample::PilBicubic, PassOrder::Pillow13, par)?;
+    let resized = resize_rgb(
+        src,
+        size,
+        size,
+        Resample::PilBicubic,
+        PassOrder::Pillow13,
+        par,
+    )?;
     let plane = size * size;
     let mut out = vec![0f32; 3 * plane];
     let (r, rest) = out.split_at_mut(plane);
