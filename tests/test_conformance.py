@@ -547,3 +547,32 @@ def test_cli_conformance_without_families() -> None:
     assert (
         res.stderr.strip() == "sglang-mm: error: SpecError: no families installed: nothing to check"
     )
+
+
+def test_cli_conformance_reports_broken_plugins(broken_plugins_site: Path) -> None:
+    """A plugin that fails to load fails the run, named; the other families are still checked."""
+    from test_registry import BROKEN_ERRORS
+
+    res = subprocess.run(
+        [sys.executable, "-m", "sglang_mm_core.cli", "conformance", "-q", "-k", "toy-check_layout"],
+        env=toy_env("site", str(broken_plugins_site)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "1 passed" in res.stdout, res.stdout
+    assert res.stderr.splitlines() == [
+        f"sglang-mm: error: PluginError: {BROKEN_ERRORS[name]}" for name in sorted(BROKEN_ERRORS)
+    ]
+    res = subprocess.run(
+        [sys.executable, "-m", "sglang_mm_core.cli", "conformance", "--family", "badinit"],
+        env=toy_env("site", str(broken_plugins_site)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 1
+    assert res.stderr.strip() == (
+        f"sglang-mm: error: PluginError: family 'badinit' is unavailable: {BROKEN_ERRORS['badinit']}"
+    )

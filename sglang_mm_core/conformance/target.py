@@ -158,9 +158,8 @@ def installed_targets(
     if isinstance(families, str):
         families = [f.strip() for f in families.split(",") if f.strip()]
     names = sorted(known) if not families else families
-    unknown = [n for n in names if n not in known]
-    for name in unknown:
-        reg.get(name)  # a family of a plugin that failed to load: its PluginError
+    # a named family of a plugin that failed to load (or that cannot be built): its PluginError
+    unknown = [n for n in names if (reg.get(n) if families else known.get(n)) is None]
     if unknown:
         from ..errors import SpecError
 
