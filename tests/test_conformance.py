@@ -574,5 +574,6 @@ def test_cli_conformance_reports_broken_plugins(broken_plugins_site: Path) -> No
     )
     assert res.returncode == 1
     assert res.stderr.strip() == (
-        f"sglang-mm: error: PluginError: family 'badinit' is unavailable: {BROKEN_ERRORS['badinit']}"
+        "sglang-mm: error: PluginError: family 'badinit' is unavailable: "
+        + BROKEN_ERRORS["badinit"]
     )
