@@ -42,7 +42,7 @@ def _families(args: argparse.Namespace) -> int:
         print(f"\nbroken: {len(broken)} plugin(s) failed to load; only specs naming them fail")
         for b in broken:
             what = ", ".join(b.families) or b.plugin
-            print(f"{what}  {b.origin}: {type(b.error).__name__}: {b.error}")
+            print(f"{what}  {type(b.error).__name__}: {b.error}")  # the error names the dist
         return 1
     return 0
 
