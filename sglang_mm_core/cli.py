@@ -83,8 +83,8 @@ def check_out_path(path: str) -> Path:
             import safetensors.numpy  # noqa: F401
         except ImportError:
             raise MmRequestError(
-                "--out .safetensors needs the safetensors package: "
-                "pip install 'sglang-mm-core[safetensors]' (or write .npz)"
+                "--out .safetensors needs the safetensors package: pip install safetensors "
+                "(the 'safetensors' extra of sglang-mm-core), or write .npz"
             ) from None
     return out
 
@@ -266,7 +266,8 @@ def _conformance(args: argparse.Namespace) -> int:
         import pytest
     except ImportError:
         raise SpecError(
-            "the conformance suite needs pytest: pip install 'sglang-mm-core[conformance]'"
+            "the conformance suite needs pytest and jsonschema: pip install pytest jsonschema "
+            "(the 'conformance' extra of sglang-mm-core)"
         ) from None
     from . import conformance
     from .registry import default_registry

@@ -306,8 +306,8 @@ def test_out_safetensors_without_the_package(case: Path) -> None:
         )
 
     assert one_line_error(run("o.safetensors")) == (
-        "MmRequestError: --out .safetensors needs the safetensors package: "
-        "pip install 'sglang-mm-core[safetensors]' (or write .npz)"
+        "MmRequestError: --out .safetensors needs the safetensors package: pip install "
+        "safetensors (the 'safetensors' extra of sglang-mm-core), or write .npz"
     )
     res = run("o.npz")
     assert res.returncode == 0, res.stderr

@@ -148,7 +148,8 @@ def _validator(schema: dict[str, Any]) -> Any:
         import jsonschema  # type: ignore[import-untyped,unused-ignore]
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise AssertionError(
-            "the JSON Schema checks need jsonschema: pip install 'sglang-mm-core[conformance]'"
+            "the JSON Schema checks need jsonschema: pip install jsonschema "
+            "(the 'conformance' extra of sglang-mm-core)"
         ) from e
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)

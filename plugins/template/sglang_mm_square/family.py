@@ -69,6 +69,10 @@ class Square(mm.Family):
         counts = [self.tokens_for(g) for g in geometries]
         return mm.layout_by_placeholder(input_ids, self.p.image_token_id, counts)
 
+    def expected_feature_shape(self, geometry: mm.Geometry) -> tuple[int, ...]:
+        # Channel-major pixels, not one row per token: tell the conformance suite the shape.
+        return (3, geometry.height, geometry.width)
+
     def tokens_for(self, geometry: mm.Geometry) -> int:
         gh, gw = geometry.grid
         return gh * gw
