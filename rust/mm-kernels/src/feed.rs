@@ -59,10 +59,12 @@ impl RowFeed {
         feed
     }
 
+    /// Rows of the image the feed carries.
     pub fn rows(&self) -> usize {
         self.rows
     }
 
+    /// Bytes of one row.
     pub fn row_bytes(&self) -> usize {
         self.row_bytes
     }
@@ -114,10 +116,12 @@ pub struct RowWriter<'a> {
 }
 
 impl RowWriter<'_> {
+    /// Rows of the image the feed carries.
     pub fn rows(&self) -> usize {
         self.feed.rows
     }
 
+    /// Bytes of one row.
     pub fn row_bytes(&self) -> usize {
         self.feed.row_bytes
     }
@@ -148,6 +152,7 @@ impl RowWriter<'_> {
         self.feed.rows * self.feed.row_bytes
     }
 
+    /// True when the buffer holds no bytes at all.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -180,10 +185,12 @@ pub struct RowReader<'a> {
 }
 
 impl<'a> RowReader<'a> {
+    /// Rows of the image the feed carries.
     pub fn rows(&self) -> usize {
         self.feed.rows
     }
 
+    /// Bytes of one row.
     pub fn row_bytes(&self) -> usize {
         self.feed.row_bytes
     }

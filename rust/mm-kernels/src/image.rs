@@ -5,20 +5,27 @@ use crate::error::{KernelError, Result};
 /// An owned RGB image; `data.len() == width * height * 3`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RgbImage {
+    /// Width in pixels.
     pub width: usize,
+    /// Height in pixels.
     pub height: usize,
+    /// `height * width * 3` bytes, row-major RGB.
     pub data: Vec<u8>,
 }
 
 /// A borrowed RGB image, e.g. over a numpy buffer, so kernels never copy their input.
 #[derive(Clone, Copy, Debug)]
 pub struct RgbView<'a> {
+    /// Width in pixels.
     pub width: usize,
+    /// Height in pixels.
     pub height: usize,
+    /// `height * width * 3` bytes, row-major RGB.
     pub data: &'a [u8],
 }
 
 impl RgbImage {
+    /// Wrap `data`; refused unless it is exactly `width * height * 3` bytes.
     pub fn new(width: usize, height: usize, data: Vec<u8>) -> Result<Self> {
         check_len(width, height, data.len())?;
         Ok(Self {
@@ -28,6 +35,7 @@ impl RgbImage {
         })
     }
 
+    /// Borrow the pixels as an [`RgbView`].
     pub fn view(&self) -> RgbView<'_> {
         RgbView {
             width: self.width,
@@ -38,6 +46,7 @@ impl RgbImage {
 }
 
 impl<'a> RgbView<'a> {
+    /// Borrow `data`; refused unless it is exactly `width * height * 3` bytes.
     pub fn new(width: usize, height: usize, data: &'a [u8]) -> Result<Self> {
         check_len(width, height, data.len())?;
         Ok(Self {
@@ -47,6 +56,7 @@ impl<'a> RgbView<'a> {
         })
     }
 
+    /// Copy the pixels into an owned [`RgbImage`].
     pub fn to_owned_image(&self) -> RgbImage {
         RgbImage {
             width: self.width,

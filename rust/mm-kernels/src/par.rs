@@ -35,6 +35,7 @@ impl Par {
         Self { threads }
     }
 
+    /// The thread budget, at least 1 (1 = inline).
     pub fn threads(&self) -> usize {
         self.threads
     }
