@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .carriers import MmInput, MmOutput
+from ._carriers import MmInput, MmOutput
 from .errors import MmError, SpecError
 
 if TYPE_CHECKING:
@@ -50,8 +50,8 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from .driver import pipeline_from_spec
     from .requests_io import describe, read_requests, save_output
-    from .spec import pipeline_from_spec
 
     with pipeline_from_spec(args.spec) as pipe:
         requests = read_requests(args.request)
@@ -97,8 +97,8 @@ def _run_many(pipe: Pipeline, requests: list[MmInput], out_path: str | None) -> 
 
 
 def _tokens(args: argparse.Namespace) -> int:
+    from .driver import pipeline_from_spec
     from .requests_io import read_requests
-    from .spec import pipeline_from_spec
 
     with pipeline_from_spec(args.spec) as pipe:
         requests = read_requests(args.request)
