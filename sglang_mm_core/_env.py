@@ -29,11 +29,11 @@ def migrate_legacy_env() -> list[str]:
         if old not in os.environ:
             continue
         if new in os.environ:
-            warn_deprecated(f"${old}", f"${new} (set too, so ${old} is ignored)", stacklevel=2)
+            warn_deprecated(f"${old}", f"${new} is set too and wins", stacklevel=2)
             continue
         os.environ[new] = os.environ[old]
         copied.append(old)
-        warn_deprecated(f"${old}", f"${new}", stacklevel=2)
+        warn_deprecated(f"${old}", f"use ${new}", stacklevel=2)
     return copied
 
 

@@ -230,7 +230,7 @@ if not TYPE_CHECKING:  # type checkers report the old path as missing, which is 
             from .driver import pipeline_from_spec
 
             warn_deprecated(
-                "sglang_mm_core.spec.pipeline_from_spec", "sglang_mm_core.pipeline_from_spec"
+                "sglang_mm_core.spec.pipeline_from_spec", "use sglang_mm_core.pipeline_from_spec"
             )
             return pipeline_from_spec
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -78,7 +78,8 @@ def test_no_deprecation_warning_from_our_own_imports() -> None:
 def test_old_module_paths_warn_and_reexport(module: str) -> None:
     name = f"sglang_mm_core.{module}"
     sys.modules.pop(name, None)
-    with pytest.warns(DeprecationWarning, match=rf"importing {name} is deprecated"):
+    want = rf"module {name} is deprecated.*; import from sglang_mm_core"
+    with pytest.warns(DeprecationWarning, match=want):
         old = importlib.import_module(name)
     private = importlib.import_module(f"sglang_mm_core._{module}")
     assert old.__all__ == private.__all__
@@ -112,6 +113,7 @@ def test_deprecated_thread_variable_still_works() -> None:
     # The new name wins when both are set.
     res = run_python(code, SGL_MM_THREADS="3", SGLANG_MM_THREADS="2")
     assert res.returncode == 0 and res.stdout.startswith("2 ["), res.stdout + res.stderr
+    assert "$SGLANG_MM_THREADS is set too and wins" in res.stdout
     # Without the old name nothing warns (the interpreter runs with warnings as errors).
     res = run_python("import sglang_mm_core", SGLANG_MM_THREADS="2")
     assert res.returncode == 0, res.stderr
