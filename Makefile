@@ -1,22 +1,33 @@
 # The two commands of the README: `make demo` and `make test`. Everything they need is built
-# into .venv/ at the root; the only system packages (nasm, for libjpeg-turbo's SIMD) are
-# installed here too when missing.
+# into .venv/ at the root; the only system package (nasm, for libjpeg-turbo's SIMD code) is
+# installed here when missing and root can install it (without it the build still works, with
+# a slower JPEG decode of identical bits).
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 BIN := $(abspath $(VENV)/bin)
 export PATH := $(BIN):$(PATH)
-export CARGO_TARGET_DIR := $(abspath rust/target)
+# One Cargo workspace at the repository root; every build (develop, wheels, sdist tests)
+# shares this target dir, so each crate is compiled once.
+export CARGO_TARGET_DIR := $(abspath target)
 PLUGINS := $(sort $(dir $(wildcard plugins/*/pyproject.toml)))
+# Shipped distributions: the core and every family plugin (not the template, which is a
+# starting point to copy, built by its own test).
+DIST_PLUGINS := $(filter-out plugins/template/,$(PLUGINS))
+DIST := $(abspath dist)
+DIST_NAMES := $(foreach p,$(DIST_PLUGINS),sglang_mm_$(notdir $(patsubst %/,%,$(p))))
+PLUGIN_WHEELS = $(foreach n,$(DIST_NAMES),$(wildcard $(DIST)/$(n)-*.whl))
+WHEELHOUSE := $(DIST)/wheelhouse
 CARGO := cargo
-CARGO_FLAGS := --locked --manifest-path rust/Cargo.toml
+CARGO_FLAGS := --locked
 
-.PHONY: demo test build env system-deps lint rust-test py-test bench clean
+.PHONY: demo test build dist wheelhouse env system-deps lint rust-test rust-package py-test \
+	bench clean
 
 demo: build
 	$(PY) -m sglang_mm_core.demo examples
 
-test: build lint rust-test py-test
+test: build lint rust-test rust-package wheelhouse py-test
 
 env: $(VENV)/.installed
 
@@ -28,27 +39,50 @@ $(VENV)/.installed: requirements/dev.txt $(wildcard plugins/*/requirements-test.
 
 system-deps:
 	@command -v nasm >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nasm; \
-	  else echo "nasm is required to build libjpeg-turbo: sudo apt-get install nasm" >&2; exit 1; fi; }
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nasm; \
+	  else echo "note: nasm not found; libjpeg-turbo builds without SIMD (same bits, slower)" >&2; fi; }
 
-build: env
-	cd $(CURDIR) && $(BIN)/maturin develop --release --quiet
-	@for p in $(PLUGINS); do \
-	  echo "building plugin $$p"; \
-	  $(PY) -m pip install --quiet --no-build-isolation --no-deps $$p || exit 1; \
+# The core in development mode (its Python sources are used in place), then every wheel once
+# into dist/; the plugins are installed from those same wheels.
+build: env dist
+	$(BIN)/maturin develop --release --quiet
+	$(PY) -m pip install --quiet --no-deps --force-reinstall $(PLUGIN_WHEELS)
+
+# Wheels and sdists of every shipped distribution.
+dist: env
+	@mkdir -p $(DIST)
+	rm -f $(DIST)/*.whl $(DIST)/*.tar.gz
+	$(BIN)/maturin build --release --quiet --out $(DIST)
+	$(BIN)/maturin sdist --out $(DIST)
+	@for p in $(DIST_PLUGINS); do \
+	  $(BIN)/maturin build --release --quiet -m $${p}rust/Cargo.toml --out $(DIST) || exit 1; \
+	  $(BIN)/maturin sdist -m $${p}rust/Cargo.toml --out $(DIST) || exit 1; \
 	done
+
+# Everything a fresh venv needs to install the dist/ wheels and build the sdists without an
+# index: the packaging tests install with --no-index from here, so they reach no network.
+wheelhouse: dist
+	@mkdir -p $(WHEELHOUSE)
+	$(PY) -m pip download --quiet --dest $(WHEELHOUSE) -c requirements/dev.txt \
+	  "$$(ls $(DIST)/sglang_mm_core-*.whl)[conformance,safetensors]" $(PLUGIN_WHEELS) maturin cmake pillow
+	rm -f $(WHEELHOUSE)/sglang_mm_*  # ours come from dist/ itself, always the fresh ones
 
 lint: env
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(CARGO) fmt --manifest-path rust/Cargo.toml --all -- --check
+	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy $(CARGO_FLAGS) --workspace --all-targets --release -- -D warnings
 
 rust-test: env
 	$(CARGO) test $(CARGO_FLAGS) --release -p mm-kernels
 	$(CARGO) test $(CARGO_FLAGS) --release -p mm-kernels --features parallel
-	$(CARGO) test $(CARGO_FLAGS) --release -p qwen-vl-py
+	$(CARGO) test $(CARGO_FLAGS) --release -p qwen-vl-py -p inkling-py
+
+# The kernel crates as crates.io would receive them (built and verified from the package).
+rust-package: env
+	$(CARGO) package $(CARGO_FLAGS) -p mm-kernels -p mm-pyglue --allow-dirty
 
 py-test: build
 	$(PY) -m pytest -q
@@ -59,4 +93,4 @@ bench: build
 	$(PY) bench/bench_qwen_vl.py
 
 clean:
-	rm -rf $(VENV) rust/target
+	rm -rf $(VENV) target dist

@@ -27,3 +27,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             f"CI: {len(_skipped)} skipped test(s) count as failures: " + ", ".join(_skipped[:10]),
             red=True,
         )
+
+
+# The plugin template is not installed in the development venv: it is a folder to copy, built
+# and tested out of the repository by tests/packaging/test_template.py.
+collect_ignore = ["plugins/template"]

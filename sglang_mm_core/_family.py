@@ -3,9 +3,10 @@ item's pixels, the prompt layout, the positions); the driver runs the request.""
 
 from __future__ import annotations
 
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -14,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from ._carriers import Geometry, ProcessedItem
 from ._layout import TokenLayout
 from ._positions import MRope, Rope1D
+from .errors import LayoutError
 
 
 class DecodeDefaults(BaseModel):
@@ -31,9 +33,15 @@ class FamilyParams(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+#: An image size ``(width, height)``, as the conformance hooks list them.
+Size: TypeAlias = tuple[int, int]
+
+#: A feature shape as a family states it: an exact size per axis, ``None`` for any size.
+FeatureShape: TypeAlias = tuple[int | None, ...]
+
 #: ``(width, height)`` of the images the conformance suite generates by default: 1x1, odd sizes,
 #: aspect ratios up to 200:1 both ways, and a large photo-sized one.
-DEFAULT_CONFORMANCE_SIZES: tuple[tuple[int, int], ...] = (
+DEFAULT_CONFORMANCE_SIZES: tuple[Size, ...] = (
     (1, 1),
     (2, 1),
     (1, 3),
@@ -55,11 +63,13 @@ class Family(ABC):
     capabilities: ClassVar[frozenset[str]] = frozenset({"image"})
     decode_defaults: ClassVar[DecodeDefaults] = DecodeDefaults()
     requires_images: ClassVar[bool] = False
-    #: Image sizes ``(width, height)`` the conformance suite must process successfully; narrow
-    #: it when the family refuses some sizes by design (e.g. an aspect-ratio limit).
-    conformance_sizes: ClassVar[tuple[tuple[int, int], ...]] = DEFAULT_CONFORMANCE_SIZES
-    #: Sizes the family refuses by design; the suite checks each fails with an `MmRequestError`.
-    conformance_rejected_sizes: ClassVar[tuple[tuple[int, int], ...]] = ()
+    #: Image sizes ``(width, height)`` the conformance suite must process successfully (what
+    #: `accepted_conformance_sizes` returns unless overridden); narrow it when the family
+    #: refuses some sizes by design (e.g. an aspect-ratio limit).
+    conformance_sizes: ClassVar[tuple[Size, ...]] = DEFAULT_CONFORMANCE_SIZES
+    #: Deprecated (it cannot follow the params; removed after one release): override
+    #: `rejected_conformance_sizes` instead. Still honoured, with a `DeprecationWarning`.
+    conformance_rejected_sizes: ClassVar[tuple[Size, ...]] = ()
 
     def __init__(self, params: FamilyParams) -> None:
         self.params = params
@@ -101,6 +111,49 @@ class Family(ABC):
         `Pipeline.count_tokens` adds these up to give the prompt length without decoding."""
         return self.tokens_for_dimensions(width, height)
 
+    def check_prompt(self, input_ids: npt.NDArray[np.int64], n_items: int) -> None:
+        """Refuse, with a `LayoutError`, a prompt that `layout` would refuse for ``n_items``
+        images, before any image is decoded: `sglang-mm tokens` counts only what `run` would
+        process. The default applies `layout_by_placeholder`'s rule to
+        ``params.image_token_id`` (one placeholder per image); override it when the layout
+        checks more (markers, tiles) or the placeholder is not ``image_token_id``."""
+        token = getattr(self.params, "image_token_id", None)
+        if not isinstance(token, int):
+            return
+        found = int(np.count_nonzero(np.asarray(input_ids) == token))
+        if found != n_items:
+            raise LayoutError(
+                f"prompt has {found} media placeholder(s) but {n_items} media item(s)"
+            )
+
+    def expected_feature_shape(self, geometry: Geometry) -> FeatureShape | None:
+        """The shape an item of ``geometry`` must give its feature, ``None`` per axis of any
+        size; the conformance suite checks every image against it. ``None`` (the default)
+        keeps the generic rule for token-major features: the leading axis is a whole multiple
+        of `tokens_for`, the same multiple for every image. Override it when the feature is
+        not token-major, e.g. a CHW ``pixel_values`` ``(3, 336, 336)`` for 576 tokens."""
+        return None
+
+    def accepted_conformance_sizes(self) -> tuple[Size, ...]:
+        """Image sizes ``(width, height)`` the conformance suite must see processed under
+        these params; the class attribute `conformance_sizes` by default."""
+        return type(self).conformance_sizes
+
+    def rejected_conformance_sizes(self) -> tuple[Size, ...]:
+        """Image sizes these params refuse by design; the conformance suite checks each fails
+        with an `MmRequestError`, not a crash. Read ``self.params`` when the limit is a param.
+        The default is none (or the deprecated class attribute `conformance_rejected_sizes`)."""
+        legacy = type(self).conformance_rejected_sizes
+        if legacy:
+            warnings.warn(
+                f"{type(self).__qualname__}.conformance_rejected_sizes (a class attribute) is "
+                "deprecated and will be removed after one release: override the method "
+                "rejected_conformance_sizes(self) instead",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        return tuple(legacy)
+
     def example_prompt(self, n_images: int) -> list[int]:
         """A minimal valid prompt for ``n_images`` images: text ids around one placeholder per
         image. The conformance suite and the demos build requests with it. The default uses
@@ -121,4 +174,11 @@ class Family(ABC):
         raise NotImplementedError(f"family {cls.name!r} has no spec_from_hf")
 
 
-__all__ = ["DEFAULT_CONFORMANCE_SIZES", "DecodeDefaults", "Family", "FamilyParams"]
+__all__ = [
+    "DEFAULT_CONFORMANCE_SIZES",
+    "DecodeDefaults",
+    "Family",
+    "FamilyParams",
+    "FeatureShape",
+    "Size",
+]

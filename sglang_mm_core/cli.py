@@ -11,8 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._carriers import MmInput, MmOutput
-from .errors import MmError, SpecError
+import numpy as np
+
+from ._carriers import MmInput, MmOutput, TokenCount
+from .errors import MmError, MmRequestError, PluginError, SpecError
 
 if TYPE_CHECKING:
     from .driver import Pipeline
@@ -22,10 +24,13 @@ BATCH = 8  # requests per process_batch call when a request file holds many
 
 
 def _families(args: argparse.Namespace) -> int:
+    """The usable families, then the plugins that failed to load (exit status 1 if any)."""
     from .registry import default_registry
 
-    fams = default_registry().families()
-    if not fams:
+    reg = default_registry()
+    broken = reg.broken(probe=True)  # first: a family that cannot be built is not listed
+    fams = reg.families()
+    if not fams and not broken:
         print("no families installed (plugins register under the entry point group sglang_mm)")
         return 0
     rows = [("family", "distribution", "version", "plugin")]
@@ -33,6 +38,12 @@ def _families(args: argparse.Namespace) -> int:
     widths = [max(len(r[c]) for r in rows) for c in range(4)]
     for r in rows:
         print("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
+    if broken:
+        print(f"\nbroken: {len(broken)} plugin(s) failed to load; only specs naming them fail")
+        for b in broken:
+            what = ", ".join(b.families) or b.plugin
+            print(f"{what}  {type(b.error).__name__}: {b.error}")  # the error names the dist
+        return 1
     return 0
 
 
@@ -49,65 +60,154 @@ def _schema(args: argparse.Namespace) -> int:
     return 0
 
 
+OUT_SUFFIXES = (".safetensors", ".npz")
+
+
+def check_out_path(path: str) -> Path:
+    """Refuse an ``--out`` the run could not write, before any work: its suffix, its folder
+    (existing, a folder, writable) and, for ``.safetensors``, the package that writes it."""
+    out = Path(path)
+    if out.suffix not in OUT_SUFFIXES:
+        raise MmRequestError(f"--out must end in .safetensors or .npz, got {path!r}")
+    folder = out.parent
+    if not folder.exists():
+        raise MmRequestError(f"--out {path!r}: folder {str(folder)!r} does not exist")
+    if not folder.is_dir():
+        raise MmRequestError(f"--out {path!r}: {str(folder)!r} is not a folder")
+    if out.is_dir():
+        raise MmRequestError(f"--out {path!r} is a folder, not a file")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise MmRequestError(f"--out {path!r}: folder {str(folder)!r} is not writable")
+    if out.suffix == ".safetensors":
+        try:
+            import safetensors.numpy  # noqa: F401
+        except ImportError:
+            raise MmRequestError(
+                "--out .safetensors needs the safetensors package: pip install safetensors "
+                "(the 'safetensors' extra of sglang-mm-core), or write .npz"
+            ) from None
+    return out
+
+
+def _save(out: MmOutput, path: Path) -> None:
+    """Write one output; any failure of the writer (disk full, folder gone) is one error."""
+    from .requests_io import save_output
+
+    try:
+        save_output(out, path)
+    except MmError:
+        raise
+    except Exception as e:  # OSError, or the safetensors writer's own error type
+        raise MmRequestError(f"cannot write {str(path)!r}: {type(e).__name__}: {e}") from e
+
+
+def _describe_error(e: MmError) -> str:
+    return f"error: {type(e).__name__}: {e}"
+
+
 def _run(args: argparse.Namespace) -> int:
     from .driver import pipeline_from_spec
-    from .requests_io import describe, read_requests, save_output
+    from .requests_io import describe, read_requests_each
 
+    out_path = check_out_path(args.out) if args.out else None
     with pipeline_from_spec(args.spec) as pipe:
-        requests = read_requests(args.request)
+        requests = read_requests_each(args.request)
         if len(requests) == 1:
-            out = pipe.process(requests[0])
-            for line in describe(out, len(requests[0].input_ids)):
+            req = requests[0]
+            if isinstance(req, MmError):
+                raise req
+            out = pipe.process(req)
+            for line in describe(out, len(req.input_ids)):
                 print(line)
-            if args.out:
-                save_output(out, args.out)
-                print(f"wrote {args.out}")
+            if out_path is not None:
+                _save(out, out_path)
+                print(f"wrote {out_path}")
             return 0
-        return _run_many(pipe, requests, args.out)
+        return _run_many(pipe, requests, out_path)
 
 
-def _run_many(pipe: Pipeline, requests: list[MmInput], out_path: str | None) -> int:
+def _name(req: MmInput | MmError, index: int) -> str:
+    rid = req.rid if isinstance(req, MmInput) else None
+    return rid or f"#{index}"
+
+
+def _run_many(pipe: Pipeline, requests: Sequence[MmInput | MmError], out_base: Path | None) -> int:
     """Many requests: one line each under a progress bar; failures do not stop the rest."""
     from tqdm import tqdm
 
-    from .requests_io import numbered, save_output
+    from .requests_io import numbered
 
     failed = 0
-    out_base = Path(out_path) if out_path else None
     with tqdm(total=len(requests), unit="req", file=sys.stderr, disable=None) as bar:
         for start in range(0, len(requests), BATCH):
-            chunk: list[MmInput] = requests[start : start + BATCH]
-            for k, res in enumerate(pipe.process_batch(chunk, return_exceptions=True)):
+            chunk = requests[start : start + BATCH]
+            good = [r for r in chunk if isinstance(r, MmInput)]
+            done = iter(pipe.process_batch(good, return_exceptions=True))
+            for k, req in enumerate(chunk):
                 i = start + k
-                name = chunk[k].rid or f"#{i}"
+                res = next(done) if isinstance(req, MmInput) else req
+                name = _name(req, i)
+                if isinstance(res, MmOutput) and out_base is not None:
+                    try:
+                        _save(res, numbered(out_base, i))
+                    except MmError as e:
+                        res = e
                 if isinstance(res, MmOutput):
                     shapes = " ".join(str(list(it.feature.shape)) for it in res.items)
                     tqdm.write(
                         f"{name}: {len(res.input_ids)} tokens, {len(res.items)} image(s) "
                         f"{shapes}".rstrip()
                     )
-                    if out_base is not None:
-                        save_output(res, numbered(out_base, i))
                 else:
                     failed += 1
-                    tqdm.write(f"{name}: error: {res}")
+                    tqdm.write(f"{name}: {_describe_error(res)}")
             bar.update(len(chunk))
     print(f"{len(requests) - failed} of {len(requests)} request(s) succeeded")
     return 1 if failed else 0
 
 
+def _count(pipe: Pipeline, req: MmInput | MmError) -> TokenCount:
+    """`Pipeline.count_tokens` plus the prompt checks `run` applies in its layout step
+    (`Family.check_prompt`), so a prompt `run` refuses is never counted."""
+    if isinstance(req, MmError):
+        raise req
+    count = pipe.count_tokens(req)
+    fam = pipe.family
+    try:
+        fam.check_prompt(np.asarray(req.input_ids, dtype=np.int64), len(req.images))
+    except MmError:
+        raise
+    except Exception as e:
+        raise PluginError(
+            f"family {fam.name!r}: check_prompt failed: {type(e).__name__}: {e}"
+        ) from e
+    return count
+
+
 def _tokens(args: argparse.Namespace) -> int:
+    """One count per request; on a many-request file each bad request gets its error line
+    and the others their counts (exit status 1 if any failed), as `run` does."""
     from .driver import pipeline_from_spec
-    from .requests_io import read_requests
+    from .requests_io import read_requests_each
 
     with pipeline_from_spec(args.spec) as pipe:
-        requests = read_requests(args.request)
+        requests = read_requests_each(args.request)
+        if len(requests) == 1:
+            count = _count(pipe, requests[0])
+            print(f"{count.length} tokens; per image {count.per_item}")
+            return 0
+        failed = 0
         for i, req in enumerate(requests):
-            count = pipe.count_tokens(req)
-            name = req.rid or f"#{i}"
-            prefix = f"{name}: " if len(requests) > 1 else ""
-            print(f"{prefix}{count.length} tokens; per image {count.per_item}")
-    return 0
+            name = _name(req, i)
+            try:
+                count = _count(pipe, req)
+            except MmError as e:
+                failed += 1
+                print(f"{name}: {_describe_error(e)}")
+                continue
+            print(f"{name}: {count.length} tokens; per image {count.per_item}")
+        print(f"{len(requests) - failed} of {len(requests)} request(s) counted")
+        return 1 if failed else 0
 
 
 def _read_config(path: Path) -> dict[str, Any]:
@@ -136,7 +236,13 @@ def _spec_from_hf(args: argparse.Namespace) -> int:
     accepted: list[tuple[str, dict[str, Any]]] = []
     refused: list[str] = []
     for name in list(args.family) or sorted(reg.families()):
-        fam = reg.get(name)
+        try:
+            fam = reg.get(name)
+        except PluginError as e:
+            if args.family:
+                raise
+            refused.append(f"{name}: {e}")
+            continue
         if fam is None:
             installed = ", ".join(sorted(reg.families())) or "none"
             raise SpecError(f"unknown family {name!r}; installed families: {installed}")
@@ -160,12 +266,19 @@ def _conformance(args: argparse.Namespace) -> int:
         import pytest
     except ImportError:
         raise SpecError(
-            "the conformance suite needs pytest: pip install 'sglang-mm-core[conformance]'"
+            "the conformance suite needs pytest and jsonschema: pip install pytest jsonschema "
+            "(the 'conformance' extra of sglang-mm-core)"
         ) from None
     from . import conformance
+    from .registry import default_registry
 
     # fail early, in one line, on unknown names or nothing to check
+    broken = [] if args.family else default_registry().broken(probe=True)
+    for b in broken:  # its checks cannot run: the run fails, after checking the others
+        print(f"{PROG}: error: {type(b.error).__name__}: {b.error}", file=sys.stderr)
     if not conformance.installed_targets(args.family):
+        if broken:
+            return 1
         raise SpecError("no families installed: nothing to check")
     # The suite parametrizes at import, so it must not be imported before the variable is set.
     os.environ["SGLANG_MM_CONFORMANCE_FAMILIES"] = ",".join(args.family)
@@ -181,7 +294,8 @@ def _conformance(args: argparse.Namespace) -> int:
         "ignore::pytest.PytestAssertRewriteWarning",
         *args.pytest_args,
     ]
-    return int(pytest.main(argv))
+    code = int(pytest.main(argv))
+    return code or (1 if broken else 0)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -247,7 +361,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
+        print(f"{PROG}: error: {type(e).__name__}: {e}", file=sys.stderr)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130

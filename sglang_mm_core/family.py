@@ -7,6 +7,8 @@ from ._family import (
     DecodeDefaults,
     Family,
     FamilyParams,
+    FeatureShape,
+    Size,
 )
 
 warn_moved_module(__name__, "sglang_mm_core.plugin")
@@ -16,4 +18,6 @@ __all__ = [
     "DecodeDefaults",
     "Family",
     "FamilyParams",
+    "FeatureShape",
+    "Size",
 ]

@@ -8,7 +8,8 @@ insulated from how the core is organised inside: the modules behind these names 
 What is listed in ``__all__`` follows the deprecation rule: added, deprecated with a warning
 for one release, then removed.
 
-- the contract: `Family`, `FamilyParams`, `DecodeDefaults`, `DEFAULT_CONFORMANCE_SIZES`;
+- the contract: `Family`, `FamilyParams`, `DecodeDefaults`, `DEFAULT_CONFORMANCE_SIZES`,
+  `Size` and `FeatureShape`;
 - what ``process_item`` returns: `ProcessedItem`, `Tensor` (`DType` tags), `Geometry`;
 - what ``layout`` returns: `TokenLayout` of `Text` and `Media` segments whose pattern is a
   `Repeat` or an `Explicit`, usually built by `layout_by_placeholder` or
@@ -29,7 +30,14 @@ from __future__ import annotations
 
 from ._carriers import DType, Geometry, ProcessedItem, Tensor
 from ._deprecation import deprecated_aliases
-from ._family import DEFAULT_CONFORMANCE_SIZES, DecodeDefaults, Family, FamilyParams
+from ._family import (
+    DEFAULT_CONFORMANCE_SIZES,
+    DecodeDefaults,
+    Family,
+    FamilyParams,
+    FeatureShape,
+    Size,
+)
 from ._hf import hf_configs, load_model_dir, read_json_object
 from ._layout import (
     Explicit,
@@ -78,6 +86,7 @@ __all__ = [
     "Explicit",
     "Family",
     "FamilyParams",
+    "FeatureShape",
     "Geometry",
     "KernelArgumentError",
     "LayoutError",
@@ -91,6 +100,7 @@ __all__ = [
     "Repeat",
     "Rope1D",
     "Segment",
+    "Size",
     "SpecError",
     "Tensor",
     "Text",

@@ -3,7 +3,12 @@
 classes it offers; the registry refuses two families with one name, naming both distributions.
 
 ``SGLANG_MM_PLUGINS`` picks which entry points load: unset = all, a comma list = those entry
-point names, empty = none (a locked-down server can then register families in-process)."""
+point names, empty = none (a locked-down server can then register families in-process).
+
+A plugin that fails to load (import error, malformed entry point, a hook that raises, a family
+that cannot be built from its default params) never hides the others: it is kept as a
+`BrokenPlugin`, listed by `Registry.broken`, and only a spec naming its family fails, with the
+`PluginError` naming its distribution."""
 
 from __future__ import annotations
 
@@ -52,6 +57,27 @@ class FamilyInfo:
     @property
     def origin(self) -> str:
         return f"{self.distribution} {self.version}".strip() + f" (plugin {self.plugin!r})"
+
+
+@dataclass(frozen=True)
+class BrokenPlugin:
+    """An installed (or registered) plugin, or one family of it, that failed to load."""
+
+    plugin: str
+    distribution: str
+    version: str
+    error: PluginError
+    #: The family names concerned, when known (empty when the module itself did not load:
+    #: the entry point's name, by convention the family's, then stands for it).
+    families: tuple[str, ...] = ()
+
+    @property
+    def origin(self) -> str:
+        return f"{self.distribution} {self.version}".strip() + f" (plugin {self.plugin!r})"
+
+    def claims(self, family: str) -> bool:
+        """Whether a spec naming ``family`` may have meant this plugin."""
+        return family in self.families or (not self.families and family == self.plugin)
 
 
 @dataclass(frozen=True)
@@ -108,6 +134,10 @@ class Registry:
         self._pm.add_hookspecs(HookSpecs)
         self._origin: dict[str, tuple[str, str]] = {}  # plugin name -> (distribution, version)
         self._families: dict[str, FamilyInfo] | None = None
+        self._load_failures: dict[str, BrokenPlugin] = {}  # plugin name -> why it did not load
+        self._hook_failures: dict[str, BrokenPlugin] = {}  # the same, from the last families()
+        self._probed_ok: set[type[Family]] = set()
+        self._probe_failures: dict[type[Family], BrokenPlugin] = {}
         self._lock = threading.RLock()
 
     def load_entry_points(self) -> int:
@@ -126,17 +156,44 @@ class Registry:
             for name, entry in sorted(available.items()):
                 if (allow is not None and name not in allow) or self._pm.has_plugin(name):
                     continue
+                self._load_failures.pop(name, None)
                 try:
-                    count += self._pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=name)
-                except Exception as e:
-                    raise PluginError(
-                        f"plugin {name!r} of {entry.distribution} {entry.version} failed to "
-                        f"load: {type(e).__name__}: {e}"
-                    ) from e
-                self._origin[name] = (entry.distribution, entry.version)
-                self._families = None
-            self._check_pending()
+                    self._load_one(name, entry)
+                except PluginError as e:
+                    self._load_failures[name] = BrokenPlugin(
+                        name, entry.distribution, entry.version, e
+                    )
+                    continue
+                finally:
+                    self._families = None
+                count += 1
         return count
+
+    def _load_one(self, name: str, entry: _EntryPoint) -> None:
+        """Import one entry point and register it, or raise the `PluginError` saying why not
+        (leaving nothing of it registered)."""
+        where = f"plugin {name!r} of {entry.distribution} {entry.version}"
+        value = entry.ep.value
+        if entry.ep.pattern.fullmatch(value) is None:
+            raise PluginError(
+                f"{where}: malformed entry point {name} = {value!r} (expected 'module' or "
+                "'module:attribute')"
+            )
+        try:
+            plugin = entry.ep.load()
+        except Exception as e:
+            raise PluginError(f"{where} failed to load: {type(e).__name__}: {e}") from e
+        try:
+            self._pm.register(plugin, name=name)
+        except Exception as e:
+            raise PluginError(f"{where} cannot be registered: {e}") from e
+        self._origin[name] = (entry.distribution, entry.version)
+        try:
+            self._check_pending()
+        except PluginError:
+            self._pm.unregister(name=name)
+            self._origin.pop(name, None)
+            raise
 
     def register(self, plugin: object, name: str | None = None) -> str:
         """Register a plugin object or module in-process (tests, embedders)."""
@@ -148,9 +205,12 @@ class Registry:
             assert plugin_name is not None
             self._origin.setdefault(plugin_name, ("in-process", ""))
             self._families = None
-            self._check_pending()
             try:
+                self._check_pending()
                 self.families()
+                failure = self._hook_failures.get(plugin_name)
+                if failure is not None:
+                    raise failure.error
             except PluginError:
                 self._pm.unregister(name=plugin_name)
                 self._origin.pop(plugin_name, None)
@@ -178,33 +238,26 @@ class Registry:
             raise PluginError(f"plugin {e.plugin!r} implements an unknown hook: {e}") from e
 
     def families(self) -> dict[str, FamilyInfo]:
-        """Every known family by name; two with one name is a `PluginError` naming both."""
+        """Every usable family by name; two with one name is a `PluginError` naming both. A
+        plugin whose hook fails is left out (see `broken`)."""
         with self._lock:
             if self._families is not None:
                 return self._families
             out: dict[str, FamilyInfo] = {}
+            self._hook_failures = {}
             for impl in self._pm.hook.sglang_mm_families.get_hookimpls():
                 plugin_name = impl.plugin_name
                 dist, version = self._origin.get(plugin_name, ("in-process", ""))
                 try:
-                    offered = impl.function()
-                except Exception as e:
-                    raise PluginError(
-                        f"plugin {plugin_name!r} of {dist}: sglang_mm_families() failed: "
-                        f"{type(e).__name__}: {e}"
-                    ) from e
-                if not isinstance(offered, (list, tuple)):
-                    raise PluginError(
-                        f"plugin {plugin_name!r} of {dist}: sglang_mm_families() must return a "
-                        f"list of family classes, got {type(offered).__name__}"
-                    )
+                    where = f"plugin {plugin_name!r} of {dist} {version}".rstrip()
+                    offered = self._offered(impl.function, where)
+                except PluginError as e:
+                    self._hook_failures[plugin_name] = BrokenPlugin(plugin_name, dist, version, e)
+                    continue
                 for fam in offered:
-                    if not _is_family(fam):
-                        raise PluginError(
-                            f"plugin {plugin_name!r} of {dist}: sglang_mm_families() returned "
-                            f"{fam!r}, which is not a Family subclass with a name and Params"
-                        )
                     info = FamilyInfo(fam, plugin_name, dist, version)
+                    if fam in self._probe_failures:
+                        continue
                     other = out.get(fam.name)
                     if other is not None and other.family is not fam:
                         raise PluginError(
@@ -215,9 +268,90 @@ class Registry:
             self._families = out
             return out
 
+    @staticmethod
+    def _offered(hook: Any, where: str) -> list[type[Family]]:
+        try:
+            offered = hook()
+        except Exception as e:
+            raise PluginError(
+                f"{where}: sglang_mm_families() failed: {type(e).__name__}: {e}"
+            ) from e
+        if not isinstance(offered, (list, tuple)):
+            raise PluginError(
+                f"{where}: sglang_mm_families() must return a list of family classes, got "
+                f"{type(offered).__name__}"
+            )
+        for fam in offered:
+            if not _is_family(fam):
+                raise PluginError(
+                    f"{where}: sglang_mm_families() returned {fam!r}, which is not a Family "
+                    "subclass with a name and Params"
+                )
+        return list(offered)
+
+    def broken(self, *, probe: bool = False) -> list[BrokenPlugin]:
+        """What failed to load: plugins (import, entry point, hook) and families that cannot
+        be built from their default params. ``probe=True`` first tries to build every family,
+        as `get` does for the one it returns."""
+        with self._lock:
+            if probe:
+                for info in list(self.families().values()):
+                    try:
+                        self._probe(info)
+                    except PluginError:
+                        pass
+            self.families()
+            found = [*self._load_failures.values(), *self._hook_failures.values()]
+            found += [b for b in self._probe_failures.values() if self._pm.has_plugin(b.plugin)]
+            return sorted(found, key=lambda b: (b.plugin, b.families))
+
+    def _probe(self, info: FamilyInfo) -> None:
+        """Build the family once from its default params (when it has them; the conformance
+        suite requires they build): a class whose constructor raises is broken for every
+        spec, so it is reported once, naming the distribution, and left out of `families`."""
+        fam = info.family
+        failure = self._probe_failures.get(fam)
+        if failure is not None:
+            raise failure.error
+        if fam in self._probed_ok:
+            return
+        try:
+            params = fam.Params()
+        except Exception:  # required params: only a spec can build it
+            self._probed_ok.add(fam)
+            return
+        try:
+            fam(params)
+        except Exception as e:
+            err = PluginError(
+                f"family {fam.name!r} of {info.origin} cannot be built from its default "
+                f"params: {type(e).__name__}: {e}"
+            )
+            err.__cause__ = e
+            self._probe_failures[fam] = BrokenPlugin(
+                info.plugin, info.distribution, info.version, err, (fam.name,)
+            )
+            self._families = None
+            raise err from e
+        self._probed_ok.add(fam)
+
     def get(self, name: str) -> type[Family] | None:
-        info = self.families().get(name)
-        return info.family if info is not None else None
+        """The family named ``name``, None when no plugin offers it. A family whose plugin
+        failed to load (or whose class cannot be built) is a `PluginError` naming the
+        distribution."""
+        with self._lock:
+            info = self.families().get(name)
+            try:
+                if info is not None:
+                    self._probe(info)
+                    return info.family
+                failure = next((b for b in self.broken() if b.claims(name)), None)
+                if failure is None:
+                    return None
+                raise failure.error
+            except PluginError as e:
+                cause = e.__cause__ if e.__cause__ is not None else e
+                raise PluginError(f"family {name!r} is unavailable: {e}") from cause
 
     def info(self, name: str) -> FamilyInfo | None:
         return self.families().get(name)
@@ -267,6 +401,7 @@ def unregister(name: str) -> None:
 __all__ = [
     "ALLOWLIST_ENV",
     "ENTRY_POINT_GROUP",
+    "BrokenPlugin",
     "FamilyInfo",
     "HookSpecs",
     "Registry",

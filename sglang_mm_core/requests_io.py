@@ -62,7 +62,19 @@ def _parse(obj: Any, where: str, base: Path) -> MmInput:
 
 
 def read_requests(path: str | Path) -> list[MmInput]:
-    """Every request of a JSON, JSON-list or JSONL file."""
+    """Every request of a JSON, JSON-list or JSONL file; the first bad one is raised."""
+    out: list[MmInput] = []
+    for req in read_requests_each(path):
+        if isinstance(req, MmRequestError):
+            raise req
+        out.append(req)
+    return out
+
+
+def read_requests_each(path: str | Path) -> list[MmInput | MmRequestError]:
+    """Every request of a JSON, JSON-list or JSONL file, a bad entry (invalid JSON line,
+    invalid fields) as its `MmRequestError`, so a batch can report each and run the rest. An
+    unreadable or empty file is raised."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -72,21 +84,28 @@ def read_requests(path: str | Path) -> list[MmInput]:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError:
-        doc = None
         lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
-        out = []
+        out: list[MmInput | MmRequestError] = []
         for n, line in lines:
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as e:
-                raise MmRequestError(f"{path}:{n}: not valid JSON: {e.msg}") from None
-            out.append(_parse(obj, f"{path}:{n}", base))
+                out.append(MmRequestError(f"{path}:{n}: not valid JSON: {e.msg}"))
+                continue
+            out.append(_parse_each(obj, f"{path}:{n}", base))
         if not out:
             raise MmRequestError(f"request file {str(path)!r} holds no request") from None
         return out
     if isinstance(doc, list):
-        return [_parse(obj, f"{path}[{k}]", base) for k, obj in enumerate(doc)]
-    return [_parse(doc, str(path), base)]
+        return [_parse_each(obj, f"{path}[{k}]", base) for k, obj in enumerate(doc)]
+    return [_parse_each(doc, str(path), base)]
+
+
+def _parse_each(obj: Any, where: str, base: Path) -> MmInput | MmRequestError:
+    try:
+        return _parse(obj, where, base)
+    except MmRequestError as e:
+        return e
 
 
 def output_arrays(out: MmOutput) -> tuple[dict[str, npt.NDArray[Any]], dict[str, str]]:
@@ -164,4 +183,12 @@ def describe(out: MmOutput, prompt_len: int) -> Iterator[str]:
         )
 
 
-__all__ = ["RequestDoc", "describe", "numbered", "output_arrays", "read_requests", "save_output"]
+__all__ = [
+    "RequestDoc",
+    "describe",
+    "numbered",
+    "output_arrays",
+    "read_requests",
+    "read_requests_each",
+    "save_output",
+]

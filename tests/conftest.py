@@ -4,6 +4,8 @@ the installed-plugin discovery stays as installed, and the discovery tests run s
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import core_helpers  # noqa: F401  (puts tests/toy on sys.path)
 import pytest
 from sglang_mm_toy import ToyFamily, ToyMRopeFamily
@@ -20,3 +22,11 @@ def registry() -> Registry:
 
 # The local HTTP test server (tests/http_server.py): fixtures http_server, make_http_server.
 from http_server import http_server, http_server_session, make_http_server  # noqa: E402, F401
+
+
+@pytest.fixture(scope="session")
+def broken_plugins_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder (for PYTHONPATH) where the broken plugin distributions are pip-installed."""
+    from core_helpers import install_broken_plugins
+
+    return install_broken_plugins(tmp_path_factory.mktemp("broken_plugins"))

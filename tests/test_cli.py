@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from core_helpers import png_bytes, toy_env
+from test_registry import BROKEN_ERRORS
 
 from sglang_mm_core import MmInput, MRope, Registry, pipeline_from_spec
 from sglang_mm_core.conformance import generated_image
@@ -20,10 +22,12 @@ from sglang_mm_core.conformance import generated_image
 SCRIPT = Path(sys.executable).with_name("sglang-mm")
 
 
-def cli(*args: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+def cli(
+    *args: str, cwd: Path | None = None, sites: tuple[str, ...] = (), **env: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(SCRIPT), *args],
-        env=toy_env("site", **env),
+        env=toy_env("site", *sites, **env),
         capture_output=True,
         text=True,
         timeout=120,
@@ -220,6 +224,198 @@ def test_errors_are_one_line(
     err = res.stderr.strip()
     assert "\n" not in err and "Traceback" not in err, err
     assert err.startswith("sglang-mm: error: ") and message in err, err
+
+
+def one_line_error(res: subprocess.CompletedProcess[str]) -> str:
+    """The single stderr line of a failed command (asserting there is no traceback)."""
+    assert res.returncode == 1, (res.stdout, res.stderr)
+    err = res.stderr.strip()
+    assert "\n" not in err and "Traceback" not in err, err
+    assert err.startswith("sglang-mm: error: "), err
+    return err.removeprefix("sglang-mm: error: ")
+
+
+# -- --out is checked before any work ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("out", "message"),
+    [
+        (
+            "/missing/dir/x.safetensors",
+            "--out '/missing/dir/x.safetensors': folder '/missing/dir' does not exist",
+        ),
+        ("spec.json/x.npz", "--out 'spec.json/x.npz': 'spec.json' is not a folder"),
+        ("imgs.npz", "--out 'imgs.npz' is a folder, not a file"),
+        ("o.txt", "--out must end in .safetensors or .npz, got 'o.txt'"),
+        ("o", "--out must end in .safetensors or .npz, got 'o'"),
+    ],
+)
+def test_out_is_checked_before_any_work(case: Path, out: str, message: str) -> None:
+    (case / "imgs.npz").mkdir()
+    # the request would fail (a missing image) if it were processed: the --out error comes first
+    (case / "bad.json").write_text(json.dumps({"input_ids": [9, 5], "images": ["gone.png"]}))
+    for request in ("request.json", "bad.json"):
+        res = cli("run", "--spec", "spec.json", "--request", request, "--out", out, cwd=case)
+        assert one_line_error(res) == f"MmRequestError: {message}"
+        assert res.stdout == ""
+    assert sorted(p.name for p in case.iterdir()) == sorted(
+        ["imgs", "imgs.npz", "spec.json", "request.json", "bad.json"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("suffix", "writer_error"),
+    [
+        (".safetensors", "SafetensorError: Error while serializing: I/O error: No such file"),
+        (".npz", "FileNotFoundError: [Errno 2] No such file or directory: '/proc/x.npz'"),
+    ],
+)
+def test_a_failed_write_is_one_line(case: Path, suffix: str, writer_error: str) -> None:
+    """/proc passes the up-front checks for root (an existing folder it may write to) but
+    refuses new files: the writer's own error, whatever its type, becomes one line. (Without
+    root the up-front check refuses the folder.)"""
+    out = f"/proc/x{suffix}"
+    res = cli("run", "--spec", "spec.json", "--request", "request.json", "--out", out, cwd=case)
+    if os.access("/proc", os.W_OK | os.X_OK):
+        want = f"MmRequestError: cannot write {out!r}: {writer_error}"
+    else:
+        want = f"MmRequestError: --out {out!r}: folder '/proc' is not writable"
+    assert one_line_error(res).startswith(want)
+
+
+def test_out_safetensors_without_the_package(case: Path) -> None:
+    """safetensors made unimportable in the CLI's process (a None entry in sys.modules is how
+    Python spells "not installed"): .safetensors is refused up front, .npz still works."""
+    code = (
+        "import sys\n"
+        "sys.modules['safetensors'] = None\n"
+        "from sglang_mm_core.cli import main\n"
+        "raise SystemExit(main(sys.argv[1:]))\n"
+    )
+    base = ["run", "--spec", "spec.json", "--request", "request.json", "--out"]
+
+    def run(out: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", code, *base, out],
+            env=toy_env("site"),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=case,
+        )
+
+    assert one_line_error(run("o.safetensors")) == (
+        "MmRequestError: --out .safetensors needs the safetensors package: pip install "
+        "safetensors (the 'safetensors' extra of sglang-mm-core), or write .npz"
+    )
+    res = run("o.npz")
+    assert res.returncode == 0, res.stderr
+    assert (case / "o.npz").is_file() and not (case / "o.safetensors").exists()
+
+
+# -- tokens refuses what run refuses, request by request ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "ids", "n_images", "message"),
+    [
+        ("toy", [9, 9], 1, "LayoutError: prompt has 0 media placeholder(s) but 1 media item(s)"),
+        ("toy", [9, 5, 5], 1, "LayoutError: prompt has 2 media placeholder(s) but 1 media item(s)"),
+        (
+            "toy_mrope",
+            [9, 5, 9],
+            2,
+            "LayoutError: prompt has 1 media placeholder(s) but 2 media item(s)",
+        ),
+    ],
+)
+def test_tokens_refuses_what_run_refuses(
+    case: Path, spec: str, ids: list[int], n_images: int, message: str
+) -> None:
+    (case / "s.json").write_text(json.dumps({"family": spec}))
+    images = ["imgs/0.png", "imgs/1.png"][:n_images]
+    (case / "r.json").write_text(json.dumps({"input_ids": ids, "images": images}))
+    args = ["--spec", "s.json", "--request", "r.json"]
+    ran = one_line_error(cli("run", *args, cwd=case))
+    counted = one_line_error(cli("tokens", *args, cwd=case))
+    assert ran == counted == message
+
+
+def test_tokens_jsonl_reports_each_request(case: Path, registry: Registry) -> None:
+    lines = [
+        json.dumps({"rid": "one", "input_ids": [9, 5, 9], "images": ["imgs/0.png"]}),
+        json.dumps({"rid": "nophs", "input_ids": [9, 9], "images": ["imgs/0.png"]}),
+        "{not json",
+        json.dumps({"rid": "gone", "input_ids": [9, 5, 9], "images": ["imgs/missing.png"]}),
+        json.dumps({"input_ids": [9, 5, 9, 5], "images": ["imgs/0.png", "imgs/1.png"]}),
+    ]
+    (case / "many.jsonl").write_text("\n".join(lines) + "\n")
+    images = [(case / "imgs" / f"{k}.png").read_bytes() for k in range(2)]
+    with pipeline_from_spec(case / "spec.json", registry=registry) as p:
+        one = p.count_tokens(MmInput([9, 5, 9], images[:1]))
+        two = p.count_tokens(MmInput([9, 5, 9, 5], images))
+    res = cli("tokens", "--spec", "spec.json", "--request", "many.jsonl", cwd=case)
+    assert res.returncode == 1, res.stderr
+    missing = case / "imgs" / "missing.png"
+    assert res.stdout.splitlines() == [
+        f"one: {one.length} tokens; per image {one.per_item}",
+        "nophs: error: LayoutError: prompt has 0 media placeholder(s) but 1 media item(s)",
+        "#2: error: MmRequestError: many.jsonl:3: not valid JSON: Expecting property name "
+        "enclosed in double quotes",
+        f"gone: error: FetchError: image 0 (file): cannot open file {str(missing)!r}: no such file",
+        f"#4: {two.length} tokens; per image {two.per_item}",
+        "2 of 5 request(s) counted",
+    ]
+
+
+def test_run_jsonl_reports_a_bad_line_and_runs_the_rest(case: Path) -> None:
+    lines = [
+        json.dumps({"rid": "one", "input_ids": [9, 5, 9], "images": ["imgs/0.png"]}),
+        '{"input_ids": [9, 5, 9], "images": ["imgs/0.png"], "extra": 1}',
+        json.dumps({"rid": "two", "input_ids": [9, 5, 9], "images": ["imgs/1.png"]}),
+    ]
+    (case / "many.jsonl").write_text("\n".join(lines) + "\n")
+    res = cli("run", "--spec", "spec.json", "--request", "many.jsonl", "--out", "o.npz", cwd=case)
+    assert res.returncode == 1, res.stderr
+    out = res.stdout.splitlines()
+    assert out[1] == (
+        "#1: error: MmRequestError: many.jsonl:2: extra: Extra inputs are not permitted"
+    )
+    assert out[0].startswith("one: ") and out[2].startswith("two: ")
+    assert out[3] == "2 of 3 request(s) succeeded"
+    assert (case / "o.0.npz").is_file() and (case / "o.2.npz").is_file()
+    assert not (case / "o.1.npz").exists()
+
+
+# -- a broken plugin is listed, and fails only the specs naming it ---------------------------------
+
+
+def test_families_lists_broken_plugins(broken_plugins_site: Path) -> None:
+    res = cli("families", sites=(str(broken_plugins_site),))
+    assert res.returncode == 1, res.stderr
+    lines = res.stdout.splitlines()
+    assert ["toy", "sglang-mm-toy", "0.1.0", "toy"] in [line.split() for line in lines]
+    at = lines.index("broken: 4 plugin(s) failed to load; only specs naming them fail")
+    assert lines[at + 1 :] == [
+        f"{name}  PluginError: {BROKEN_ERRORS[name]}" for name in sorted(BROKEN_ERRORS)
+    ]
+    assert not any(line.split()[:1] == ["badinit"] for line in lines[:at])
+
+
+def test_broken_plugins_fail_only_specs_naming_them(case: Path, broken_plugins_site: Path) -> None:
+    sites = (str(broken_plugins_site),)
+    res = cli("run", "--spec", "spec.json", "--request", "request.json", cwd=case, sites=sites)
+    assert res.returncode == 0, res.stderr
+    res = cli("tokens", "--spec", "spec.json", "--request", "request.json", cwd=case, sites=sites)
+    assert res.returncode == 0, res.stderr
+    for name, error in BROKEN_ERRORS.items():
+        (case / "s.json").write_text(json.dumps({"family": name}))
+        res = cli("run", "--spec", "s.json", "--request", "request.json", cwd=case, sites=sites)
+        assert one_line_error(res) == f"PluginError: family {name!r} is unavailable: {error}"
+        assert one_line_error(cli("schema", name, sites=sites)).startswith("PluginError: ")
+    res = cli("schema", "toy", sites=sites)
+    assert res.returncode == 0, res.stderr
 
 
 def test_usage_errors_exit_2() -> None:

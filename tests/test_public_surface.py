@@ -47,12 +47,15 @@ def test_plugin_all_resolves_and_is_sorted() -> None:
 
 
 def test_bundled_plugins_import_only_the_public_surface() -> None:
-    assert len(PLUGIN_PACKAGES) == 2, PLUGIN_PACKAGES
+    names = {p.name for p in PLUGIN_PACKAGES}
+    assert {"sglang_mm_qwen_vl", "sglang_mm_inkling"} <= names, names
     for pkg in PLUGIN_PACKAGES:
         for path in pkg.glob("*.py"):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                    if node.module.split(".")[0] == "sglang_mm_core":
+                    if node.module == "sglang_mm_core":  # `from sglang_mm_core import plugin`
+                        assert [a.name for a in node.names] == ["plugin"], f"{path}: {node.module}"
+                    elif node.module.split(".")[0] == "sglang_mm_core":
                         assert node.module == "sglang_mm_core.plugin", f"{path}: {node.module}"
                 elif isinstance(node, ast.Import):
                     for alias in node.names:

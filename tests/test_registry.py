@@ -166,11 +166,115 @@ def test_two_distributions_one_entry_point_name(tmp_path) -> None:
     assert "entry point 'toy'" in out and "sglang-mm-toy 0.1.0" in out and "clash 1.0" in out
 
 
+LIST_BROKEN = (
+    "import json, sys, sglang_mm_core as m\n"
+    "reg = m.default_registry()\n"
+    "broken = [[b.plugin, b.distribution, b.version, list(b.families), type(b.error).__name__,"
+    " str(b.error)] for b in reg.broken(probe=True)]\n"
+    "got = {}\n"
+    "for name in sys.argv[1:]:\n"
+    "    try:\n"
+    "        cls = reg.get(name)\n"
+    "        got[name] = cls and cls.__name__\n"
+    "    except m.PluginError as e:\n"
+    "        got[name] = 'PluginError: ' + str(e)\n"
+    "print(json.dumps({'families': sorted(reg.families()), 'broken': broken, 'get': got}))\n"
+)
+
+BROKEN_ERRORS = {
+    "brokenimport": "plugin 'brokenimport' of sglang-mm-brokenimport 0.1.0 failed to load: "
+    "ModuleNotFoundError: No module named 'sglang_mm_no_such_dependency'",
+    "malformed": "plugin 'malformed' of sglang-mm-malformed 0.2.0: malformed entry point "
+    "malformed = 'sglang_mm_malformed:plugin:extra' (expected 'module' or 'module:attribute')",
+    "badinit": "family 'badinit' of sglang-mm-badinit 0.3.0 (plugin 'badinit') cannot be built "
+    "from its default params: RuntimeError: weights file missing",
+    "badhook": "plugin 'badhook' of sglang-mm-badhook 0.4.0: sglang_mm_families() failed: "
+    "ValueError: no config found",
+}
+
+
+def discover_broken(*sites: str, names: Sequence[str] = (), **env: str) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", LIST_BROKEN, *names],
+        env=toy_env(*sites, **env),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    return json.loads(out)
+
+
+def test_broken_plugins_are_listed_and_hide_nothing(broken_plugins_site) -> None:
+    names = [*BROKEN_ERRORS, "toy", "ghost"]
+    got = discover_broken("site", str(broken_plugins_site), names=names)
+    assert {"toy", "toy_mrope"} <= set(got["families"])
+    assert not set(BROKEN_ERRORS) & set(got["families"])
+    assert got["broken"] == [
+        ["badhook", "sglang-mm-badhook", "0.4.0", [], "PluginError", BROKEN_ERRORS["badhook"]],
+        [
+            "badinit",
+            "sglang-mm-badinit",
+            "0.3.0",
+            ["badinit"],
+            "PluginError",
+            BROKEN_ERRORS["badinit"],
+        ],
+        [
+            "brokenimport",
+            "sglang-mm-brokenimport",
+            "0.1.0",
+            [],
+            "PluginError",
+            BROKEN_ERRORS["brokenimport"],
+        ],
+        [
+            "malformed",
+            "sglang-mm-malformed",
+            "0.2.0",
+            [],
+            "PluginError",
+            BROKEN_ERRORS["malformed"],
+        ],
+    ]
+    # only a lookup of a broken family fails, with the error naming its distribution
+    for name, error in BROKEN_ERRORS.items():
+        assert got["get"][name] == f"PluginError: family {name!r} is unavailable: {error}"
+    assert got["get"]["toy"] == "ToyFamily"
+    assert got["get"]["ghost"] is None  # unknown: None, as before
+
+
+def test_family_that_cannot_be_built_fails_on_first_lookup(broken_plugins_site) -> None:
+    got = discover_broken("site", str(broken_plugins_site), names=["badinit"])
+    assert got["get"]["badinit"].endswith(BROKEN_ERRORS["badinit"])
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sglang_mm_core as m\n"
+            "try:\n"
+            "    m.default_registry().get('badinit')\n"
+            "except m.PluginError as e:\n"
+            "    print(e, '|', type(e.__cause__).__name__)\n",
+        ],
+        env=toy_env(str(broken_plugins_site)),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.strip()
+    assert out == "family 'badinit' is unavailable: " + BROKEN_ERRORS["badinit"] + " | RuntimeError"
+
+
 def test_plugin_that_fails_to_import(tmp_path) -> None:
     info = tmp_path / "broken-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text("[sglang_mm]\nbroken = no_such_module_xyz\n")
-    out = discover(str(tmp_path))
-    assert isinstance(out, str)
-    assert "plugin 'broken' of broken 1.0 failed to load: ModuleNotFoundError" in out
+    fams = discover("site", str(tmp_path))  # the others are still found
+    assert isinstance(fams, dict) and "toy" in fams and "broken" not in fams
+    got = discover_broken(str(tmp_path), names=["broken"])
+    assert got["get"]["broken"] == (
+        "PluginError: family 'broken' is unavailable: plugin 'broken' of broken 1.0 failed to "
+        "load: ModuleNotFoundError: No module named 'no_such_module_xyz'"
+    )

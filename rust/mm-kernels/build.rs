@@ -6,7 +6,26 @@ fn main() {
     if std::env::var_os("CARGO_FEATURE_DECODE").is_none() {
         return;
     }
+    warn_without_nasm();
     build_jpeg_shim();
+}
+
+/// libjpeg-turbo's SIMD code is assembled by nasm (or yasm); without one its cmake build falls
+/// back to the C code paths, which decode to the same bits, only slower. Say so once instead
+/// of failing, so that a plain `pip install` of an sdist works on a machine without nasm.
+fn warn_without_nasm() {
+    println!("cargo:rerun-if-env-changed=ASM_NASM");
+    let on_path = |name: &str| {
+        std::env::var_os("PATH")
+            .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(name).is_file()))
+    };
+    let explicit = std::env::var_os("ASM_NASM").is_some();
+    if !explicit && !on_path("nasm") && !on_path("yasm") {
+        println!(
+            "cargo:warning=nasm not found: libjpeg-turbo is built without SIMD (identical \
+             output, slower JPEG decode); install nasm for full speed"
+        );
+    }
 }
 
 #[cfg(feature = "decode")]

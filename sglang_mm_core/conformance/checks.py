@@ -1,10 +1,12 @@
 """The conformance checks. Each takes a `ConformanceTarget` and raises `AssertionError` with a
 message naming what is wrong; `checks_for` yields the ones that apply to a target.
 
-What "feature shape agrees with tokens_for" means here: the feature's leading dimension is a
-whole multiple of the item's tokens, and the multiple is the same for every image (Qwen packs
-``merge_size**2`` patch rows per token, Inkling one); the layout's content span of each item is
-exactly ``tokens_for`` tokens, and its full pattern ``prompt_tokens_for_dimensions``."""
+What "feature shape agrees with tokens_for" means here: the shape the family states for the
+item's geometry (`Family.expected_feature_shape`) when it states one, else the generic rule of
+token-major features: the leading dimension is a whole multiple of the item's tokens, the same
+multiple for every image (Qwen packs ``merge_size**2`` patch rows per token, Inkling one). The
+layout's content span of each item is exactly ``tokens_for`` tokens, and its full pattern
+``prompt_tokens_for_dimensions``."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import numpy.typing as npt
 
 from .. import _native
 from .._carriers import MmInput, MmOutput, ProcessedItem, Tensor
+from .._family import Family
 from .._layout import Explicit, Media, Repeat, TokenLayout, apply_layout
 from .._positions import MRope, Rope1D
 from ..errors import DecodeError, LayoutError, MmError, MmRequestError
@@ -69,7 +72,11 @@ def _same_output(a: MmOutput, b: MmOutput) -> bool:
 
 
 def _sizes(target: ConformanceTarget) -> tuple[tuple[int, int], ...]:
-    return target.family_class.conformance_sizes
+    return tuple(target.family.accepted_conformance_sizes())
+
+
+def _rejected_sizes(target: ConformanceTarget) -> tuple[tuple[int, int], ...]:
+    return tuple(target.family.rejected_conformance_sizes())
 
 
 def _pipeline_sizes(target: ConformanceTarget, n: int = 3) -> list[tuple[int, int]]:
@@ -107,7 +114,7 @@ def _request(target: ConformanceTarget, n_images: int, seed: int = 0) -> MmInput
 def check_entry_point(target: ConformanceTarget) -> None:
     """The installed entry point loads and its hook offers this family."""
     info = target.info
-    _expect(info is not None, f"family {target.id!r} is not known to the registry")
+    _expect(info is not None, f"family {target.spec.get('family')!r} is not known to the registry")
     assert info is not None
     entry = installed_entry_points().get(info.plugin)
     _expect(entry is not None, f"no installed entry point named {info.plugin!r}")
@@ -141,7 +148,8 @@ def _validator(schema: dict[str, Any]) -> Any:
         import jsonschema  # type: ignore[import-untyped,unused-ignore]
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise AssertionError(
-            "the JSON Schema checks need jsonschema: pip install 'sglang-mm-core[conformance]'"
+            "the JSON Schema checks need jsonschema: pip install jsonschema "
+            "(the 'conformance' extra of sglang-mm-core)"
         ) from e
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
@@ -169,9 +177,36 @@ def check_params_json_schema(target: ConformanceTarget) -> None:
     _expect(not errors, f"the canonical spec does not satisfy spec_json_schema: {errors}")
 
 
+def _feature_shape_problem(
+    target: ConformanceTarget, item: ProcessedItem, tokens: int
+) -> tuple[str | None, int | None]:
+    """What is wrong with the item's feature shape (None when nothing), and its rows per token
+    under the generic rule (None when the family states the shape itself)."""
+    shape = tuple(item.feature.shape)
+    want = target.family.expected_feature_shape(item.geometry)
+    if want is not None:
+        fits = len(want) == len(shape) and all(
+            w is None or w == got for w, got in zip(want, shape, strict=False)
+        )
+        shown = "(" + ", ".join("*" if w is None else str(w) for w in want) + ")"
+        problem = None if fits else f"feature shape {shape}, expected_feature_shape {shown}"
+        return problem, None
+    if item.feature.array.ndim < 1:
+        return "feature is a scalar", None
+    rows = shape[0]
+    if rows % tokens:
+        return (
+            f"feature has {rows} row(s), not a multiple of tokens_for {tokens} (a feature "
+            "that is not token-major states its shape in expected_feature_shape)",
+            None,
+        )
+    return None, rows // tokens
+
+
 def check_item_shapes(target: ConformanceTarget) -> None:
-    """process_item on every declared size: tensors well formed, feature rows a constant whole
-    multiple of tokens_for, and tokens_for_dimensions (the header path) agreeing."""
+    """process_item on every declared size: tensors well formed, the feature of the shape the
+    family states (`expected_feature_shape`) or else rows a constant whole multiple of
+    tokens_for, and tokens_for_dimensions (the header path) agreeing."""
     fam = target.family
     ratios: dict[int, tuple[int, int]] = {}
     for w, h in _sizes(target):
@@ -184,26 +219,24 @@ def check_item_shapes(target: ConformanceTarget) -> None:
         )
         tokens = fam.tokens_for(item.geometry)
         _expect(tokens >= 1, f"{where}: tokens_for gives {tokens}")
-        _expect(item.feature.array.ndim >= 1, f"{where}: feature is a scalar")
-        rows = item.feature.shape[0]
-        _expect(
-            rows % tokens == 0, f"{where}: feature has {rows} row(s), not a multiple of {tokens}"
-        )
-        ratios.setdefault(rows // tokens, (w, h))
+        problem, ratio = _feature_shape_problem(target, item, tokens)
+        _expect(problem is None, f"{where}: {problem}")
+        if ratio is not None:
+            ratios.setdefault(ratio, (w, h))
         by_dims = fam.tokens_for_dimensions(w, h)
         _expect(
             by_dims == tokens,
             f"{where}: tokens_for_dimensions gives {by_dims} but tokens_for gives {tokens}",
         )
     _expect(
-        len(ratios) == 1,
+        len(ratios) <= 1,
         f"feature rows per token differ between images: {ratios} (ratio: first size)",
     )
 
 
 def check_rejected_sizes(target: ConformanceTarget) -> None:
     """Sizes the family refuses by design fail with an `MmRequestError`, not a crash."""
-    for w, h in target.family_class.conformance_rejected_sizes:
+    for w, h in _rejected_sizes(target):
         try:
             target.family.process_item(generated_image(w, h), threads=1)
         except MmRequestError:
@@ -295,6 +328,10 @@ def check_layout(target: ConformanceTarget) -> None:
     images = [generated_image(*s, seed=6 + k) for k, s in enumerate(sizes)]
     items = [_process(target, im) for im in images]
     ids = np.asarray(fam.example_prompt(len(images)), dtype=np.int64)
+    try:
+        fam.check_prompt(ids, len(images))
+    except LayoutError as err:
+        raise AssertionError(f"check_prompt refuses example_prompt({len(images)}): {err}") from err
     layout = fam.layout(ids, [it.geometry for it in items])
     _expect(isinstance(layout, TokenLayout), f"layout returned {type(layout).__name__}")
     expanded = apply_layout(ids, layout, len(items))  # enforces coverage and single placement
@@ -349,8 +386,16 @@ def check_positions(target: ConformanceTarget) -> None:
         _expect(pos.delta == want, f"MRope delta {pos.delta}, max + 1 - L = {want}")
 
 
+def _checks_prompt(fam: Any) -> bool:
+    """Whether `Family.check_prompt` is expected to refuse mismatches: overridden, or the
+    default working on ``params.image_token_id``."""
+    overridden = type(fam).check_prompt is not Family.check_prompt
+    return overridden or isinstance(getattr(fam.params, "image_token_id", None), int)
+
+
 def check_placeholder_mismatch(target: ConformanceTarget) -> None:
-    """More or fewer images than placeholders fails with a `LayoutError`."""
+    """More or fewer images than placeholders fails with a `LayoutError`, in the pipeline and
+    in `Family.check_prompt` (what `sglang-mm tokens` applies before counting)."""
     fam = target.family
     img = _png(_pipeline_sizes(target)[0])
     cases = [(2, 1), (1, 2), (3, 2)]
@@ -358,7 +403,18 @@ def check_placeholder_mismatch(target: ConformanceTarget) -> None:
         cases.append((1, 0))
     with target.pipeline() as pipe:
         for placeholders, n_images in cases:
-            req = MmInput(input_ids=fam.example_prompt(placeholders), images=[img] * n_images)
+            ids = fam.example_prompt(placeholders)
+            if _checks_prompt(fam):
+                try:
+                    fam.check_prompt(np.asarray(ids, dtype=np.int64), n_images)
+                except LayoutError:
+                    pass
+                else:
+                    raise AssertionError(
+                        f"check_prompt accepts {placeholders} placeholder(s) with {n_images} "
+                        "image(s), which the layout refuses"
+                    )
+            req = MmInput(input_ids=ids, images=[img] * n_images)
             try:
                 pipe.process(req)
             except LayoutError:
@@ -435,9 +491,18 @@ def checks_for(target: ConformanceTarget) -> Iterator[Check]:
     for check in ALL_CHECKS:
         if check is check_entry_point and not target.installed:
             continue
-        if check is check_rejected_sizes and not target.family_class.conformance_rejected_sizes:
+        if check is check_rejected_sizes and not _declares_rejected_sizes(target):
             continue
         yield check
+
+
+def _declares_rejected_sizes(target: ConformanceTarget) -> bool:
+    """Whether the target's params refuse some sizes; a family that cannot even be built keeps
+    the check, so the failure is reported by a test rather than at collection."""
+    try:
+        return bool(_rejected_sizes(target))
+    except Exception:
+        return True
 
 
 __all__ = ["ALL_CHECKS", "Check", "checks_for", *[c.__name__ for c in ALL_CHECKS]]

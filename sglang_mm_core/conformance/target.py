@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,10 +23,34 @@ class ConformanceTarget:
     def __init__(self, spec: Mapping[str, Any], registry: Registry, id: str | None = None):
         self.spec = dict(spec)
         self.registry = registry
-        self.id = id or str(self.spec.get("family", "?"))
+        self._id = id
         self._lock = threading.Lock()
         self._resolved: ResolvedSpec | None = None
         self._family: Family | None = None
+
+    @property
+    def id(self) -> str:
+        """The test id prefix: the family, plus ``[k=v,...]`` for the params that differ from
+        the defaults and any other spec field (`spec_id`); settable."""
+        if self._id is None:
+            self._id = spec_id(self.spec, self._params_diff())
+        return self._id
+
+    @id.setter
+    def id(self, value: str) -> None:
+        self._id = value
+
+    def _params_diff(self) -> dict[str, Any]:
+        """The params that differ from the family's defaults (the spec's own params when it
+        cannot be resolved or the params have no defaults)."""
+        raw = self.spec.get("params")
+        given: dict[str, Any] = dict(raw) if isinstance(raw, Mapping) else {}
+        try:
+            params = self.resolved.params
+            defaults = type(params)().model_dump(mode="json")
+        except Exception:  # unresolvable spec or required params: show what was written
+            return given
+        return {k: v for k, v in params.model_dump(mode="json").items() if defaults.get(k) != v}
 
     @classmethod
     def from_family(
@@ -86,6 +112,42 @@ class ConformanceTarget:
         return Pipeline(load_spec(doc, registry=self.registry))
 
 
+_ID_BUDGET = 64
+
+
+def _id_value(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+
+def spec_id(spec: Mapping[str, Any], params: Mapping[str, Any]) -> str:
+    """``family[k=v,...]``: the ``params`` given (sorted) and the spec's other fields
+    (``decode.alpha=drop``). When they do not fit in 64 characters, the ones that fit are
+    followed by ``+N~hash`` (N more, hash = 8 hex digits of them all), so ids stay short,
+    readable and distinct. The bare family name when there is nothing to show."""
+    name = str(spec.get("family", "?"))
+    fields: dict[str, Any] = {k: v for k, v in params.items()}
+    for key, value in spec.items():
+        if key in ("family", "params"):
+            continue
+        if isinstance(value, Mapping):
+            fields.update({f"{key}.{k}": v for k, v in value.items()})
+        else:
+            fields[key] = value
+    if not fields:
+        return name
+    parts = [f"{k}={_id_value(fields[k])}" for k in sorted(fields)]
+    if len(",".join(parts)) <= _ID_BUDGET:
+        return f"{name}[{','.join(parts)}]"
+    canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
+    digest = hashlib.sha256(canonical.encode()).hexdigest()[:8]
+    shown: list[str] = []
+    for part in parts:
+        if len(",".join([*shown, part])) > _ID_BUDGET - 12:
+            break
+        shown.append(part)
+    return f"{name}[{','.join([*shown, f'+{len(parts) - len(shown)}~{digest}'])}]"
+
+
 def installed_targets(
     families: str | list[str] | None = None, registry: Registry | None = None
 ) -> list[ConformanceTarget]:
@@ -96,7 +158,8 @@ def installed_targets(
     if isinstance(families, str):
         families = [f.strip() for f in families.split(",") if f.strip()]
     names = sorted(known) if not families else families
-    unknown = [n for n in names if n not in known]
+    # a named family of a plugin that failed to load (or that cannot be built): its PluginError
+    unknown = [n for n in names if (reg.get(n) if families else known.get(n)) is None]
     if unknown:
         from ..errors import SpecError
 
@@ -107,4 +170,4 @@ def installed_targets(
     return [ConformanceTarget({"family": n}, reg) for n in names]
 
 
-__all__ = ["ConformanceTarget", "installed_targets"]
+__all__ = ["ConformanceTarget", "installed_targets", "spec_id"]

@@ -40,8 +40,6 @@ class QwenVLFamily(Family):
     # the EXIF orientation (docs/families/qwen_vl.md: paths and URLs drop alpha in HF instead).
     decode_defaults: ClassVar[DecodeDefaults] = DecodeDefaults(alpha="white", exif_orientation=True)
     requires_images: ClassVar[bool] = False
-    # Aspect ratio 200 is the largest HF accepts; 201 is refused (a typed request error).
-    conformance_rejected_sizes: ClassVar[tuple[tuple[int, int], ...]] = ((201, 1), (1, 201))
 
     def __init__(self, params: FamilyParams | dict[str, Any] | None = None) -> None:
         if not isinstance(params, QwenVLParams):
@@ -61,6 +59,11 @@ class QwenVLFamily(Family):
             smart_resize=params.smart_resize,
             pil_pass_order=params.pil_pass_order,
         )
+
+    def rejected_conformance_sizes(self) -> tuple[tuple[int, int], ...]:
+        """Aspect ratio 200 is the largest HF accepts, whatever the params; 201 is refused (a
+        typed request error)."""
+        return ((201, 1), (1, 201))
 
     # -- pixels -------------------------------------------------------------------------------
 
@@ -101,6 +104,13 @@ class QwenVLFamily(Family):
         if p.strict_layout:
             self._check_markers(ids)
         return out
+
+    def check_prompt(self, input_ids: npt.NDArray[np.int64], n_items: int) -> None:
+        """The checks of `layout` that need no geometry, so counting refuses what processing
+        refuses: one placeholder per image and, under ``strict_layout``, its markers."""
+        super().check_prompt(input_ids, n_items)
+        if self.p.strict_layout:
+            self._check_markers(np.asarray(input_ids, dtype=np.int64))
 
     def _check_markers(self, ids: npt.NDArray[np.int64]) -> None:
         """Each placeholder must be exactly ``vision_start, image, vision_end``."""

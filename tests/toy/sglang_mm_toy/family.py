@@ -52,9 +52,11 @@ class ToyFamily(Family):
     name = "toy"
     Params = ToyParams
     decode_defaults = DecodeDefaults(alpha="white", exif_orientation=True)
-    conformance_rejected_sizes = ((MAX_ASPECT + 1, 1), (1, MAX_ASPECT + 1))
 
     params: ToyParams
+
+    def rejected_conformance_sizes(self) -> tuple[tuple[int, int], ...]:
+        return ((MAX_ASPECT + 1, 1), (1, MAX_ASPECT + 1))
 
     def _grid(self, width: int, height: int) -> tuple[int, int]:
         if max(width, height) > MAX_ASPECT * min(width, height):

@@ -201,12 +201,15 @@ fn transpose_band(src: Region<'_>, y: usize, n: usize, scratch: &mut [u8]) {
 /// bytes each; `dst` has `cols * SLOT` writable bytes.
 #[inline]
 unsafe fn transpose_full_band(src: *const u8, stride: usize, cols: usize, dst: *mut u8) {
-    for x in 0..cols {
-        let from = src.add(x * 3);
-        let slot = dst.add(x * SLOT);
-        for r in 0..BAND {
-            let px = from.add(r * stride).cast::<u32>().read_unaligned();
-            slot.add(r * 3).cast::<u32>().write_unaligned(px);
+    // SAFETY: the caller guarantees the extents stated in `# Safety`; every offset below stays inside them.
+    unsafe {
+        for x in 0..cols {
+            let from = src.add(x * 3);
+            let slot = dst.add(x * SLOT);
+            for r in 0..BAND {
+                let px = from.add(r * stride).cast::<u32>().read_unaligned();
+                slot.add(r * 3).cast::<u32>().write_unaligned(px);
+            }
         }
     }
 }
@@ -289,7 +292,8 @@ mod avx2 {
     #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn widen8(p: *const u8) -> __m256i {
-        _mm256_cvtepu8_epi32(_mm_loadl_epi64(p.cast()))
+        // SAFETY: the caller guarantees 8 readable bytes at `p`; AVX2 is enabled for this function.
+        unsafe { _mm256_cvtepu8_epi32(_mm_loadl_epi64(p.cast())) }
     }
 
     /// One band of the horizontal pass from the column-major scratch.
@@ -299,48 +303,51 @@ mod avx2 {
     /// holds `n <= BAND` output rows of `c.out_size * 3` bytes.
     #[target_feature(enable = "avx2")]
     pub unsafe fn horizontal_band(scratch: &[u8], c: &AxisCoeffs, band: &mut [u8], n: usize) {
-        const _: () = assert!(LANES == 48 && SLOT >= 48);
-        let row_bytes = c.out_size * 3;
-        assert!(scratch.len() >= c.in_size * SLOT && n <= BAND && band.len() >= n * row_bytes);
-        let bias = _mm256_set1_epi32(1 << (c.precision - 1));
-        let shift = _mm_cvtsi32_si128(c.precision as i32);
-        let mut tmp = [0u8; 64];
-        for xo in 0..c.out_size {
-            let taps = c.taps(xo);
-            assert!(c.start[xo] + taps.len() <= c.in_size);
-            let mut p = scratch.as_ptr().add(c.start[xo] * SLOT);
-            let (mut a0, mut a1, mut a2, mut a3, mut a4, mut a5) =
-                (bias, bias, bias, bias, bias, bias);
-            for &w in taps {
-                let w = _mm256_set1_epi32(w);
-                a0 = _mm256_add_epi32(a0, _mm256_mullo_epi32(widen8(p), w));
-                a1 = _mm256_add_epi32(a1, _mm256_mullo_epi32(widen8(p.add(8)), w));
-                a2 = _mm256_add_epi32(a2, _mm256_mullo_epi32(widen8(p.add(16)), w));
-                a3 = _mm256_add_epi32(a3, _mm256_mullo_epi32(widen8(p.add(24)), w));
-                a4 = _mm256_add_epi32(a4, _mm256_mullo_epi32(widen8(p.add(32)), w));
-                a5 = _mm256_add_epi32(a5, _mm256_mullo_epi32(widen8(p.add(40)), w));
-                p = p.add(SLOT);
-            }
-            let lo = pack4(
-                sra(a0, shift),
-                sra(a1, shift),
-                sra(a2, shift),
-                sra(a3, shift),
-            );
-            let hi = pack4(sra(a4, shift), sra(a5, shift), bias, bias);
-            _mm256_storeu_si256(tmp.as_mut_ptr().cast(), lo);
-            _mm256_storeu_si256(tmp.as_mut_ptr().add(32).cast(), hi);
-            if xo + 1 < c.out_size {
-                // Four-byte stores: the fourth byte is the next pixel's, written right after.
-                let dst = band.as_mut_ptr().add(xo * 3);
-                for r in 0..n {
-                    let px = tmp.as_ptr().add(r * 3).cast::<u32>().read_unaligned();
-                    dst.add(r * row_bytes).cast::<u32>().write_unaligned(px);
+        // SAFETY: AVX2 is available (caller's contract); the asserts that open this block bound every pointer offset by the slice lengths.
+        unsafe {
+            const _: () = assert!(LANES == 48 && SLOT >= 48);
+            let row_bytes = c.out_size * 3;
+            assert!(scratch.len() >= c.in_size * SLOT && n <= BAND && band.len() >= n * row_bytes);
+            let bias = _mm256_set1_epi32(1 << (c.precision - 1));
+            let shift = _mm_cvtsi32_si128(c.precision as i32);
+            let mut tmp = [0u8; 64];
+            for xo in 0..c.out_size {
+                let taps = c.taps(xo);
+                assert!(c.start[xo] + taps.len() <= c.in_size);
+                let mut p = scratch.as_ptr().add(c.start[xo] * SLOT);
+                let (mut a0, mut a1, mut a2, mut a3, mut a4, mut a5) =
+                    (bias, bias, bias, bias, bias, bias);
+                for &w in taps {
+                    let w = _mm256_set1_epi32(w);
+                    a0 = _mm256_add_epi32(a0, _mm256_mullo_epi32(widen8(p), w));
+                    a1 = _mm256_add_epi32(a1, _mm256_mullo_epi32(widen8(p.add(8)), w));
+                    a2 = _mm256_add_epi32(a2, _mm256_mullo_epi32(widen8(p.add(16)), w));
+                    a3 = _mm256_add_epi32(a3, _mm256_mullo_epi32(widen8(p.add(24)), w));
+                    a4 = _mm256_add_epi32(a4, _mm256_mullo_epi32(widen8(p.add(32)), w));
+                    a5 = _mm256_add_epi32(a5, _mm256_mullo_epi32(widen8(p.add(40)), w));
+                    p = p.add(SLOT);
                 }
-            } else {
-                for r in 0..n {
-                    let at = r * row_bytes + xo * 3;
-                    band[at..at + 3].copy_from_slice(&tmp[r * 3..r * 3 + 3]);
+                let lo = pack4(
+                    sra(a0, shift),
+                    sra(a1, shift),
+                    sra(a2, shift),
+                    sra(a3, shift),
+                );
+                let hi = pack4(sra(a4, shift), sra(a5, shift), bias, bias);
+                _mm256_storeu_si256(tmp.as_mut_ptr().cast(), lo);
+                _mm256_storeu_si256(tmp.as_mut_ptr().add(32).cast(), hi);
+                if xo + 1 < c.out_size {
+                    // Four-byte stores: the fourth byte is the next pixel's, written right after.
+                    let dst = band.as_mut_ptr().add(xo * 3);
+                    for r in 0..n {
+                        let px = tmp.as_ptr().add(r * 3).cast::<u32>().read_unaligned();
+                        dst.add(r * row_bytes).cast::<u32>().write_unaligned(px);
+                    }
+                } else {
+                    for r in 0..n {
+                        let at = r * row_bytes + xo * 3;
+                        band[at..at + 3].copy_from_slice(&tmp[r * 3..r * 3 + 3]);
+                    }
                 }
             }
         }
@@ -357,41 +364,44 @@ mod avx2 {
         precision: u32,
         dst: &mut [u8],
     ) -> usize {
-        assert!(lines.len() == taps.len() && lines.iter().all(|l| l.len() >= dst.len()));
-        let bias = _mm256_set1_epi32(1 << (precision - 1));
-        let shift = _mm_cvtsi32_si128(precision as i32);
-        let mut j = 0;
-        while j + 64 <= dst.len() {
-            let mut a = [bias; 8];
-            for (line, &w) in lines.iter().zip(taps) {
-                let w = _mm256_set1_epi32(w);
-                let p = line.as_ptr().add(j);
-                a[0] = _mm256_add_epi32(a[0], _mm256_mullo_epi32(widen8(p), w));
-                a[1] = _mm256_add_epi32(a[1], _mm256_mullo_epi32(widen8(p.add(8)), w));
-                a[2] = _mm256_add_epi32(a[2], _mm256_mullo_epi32(widen8(p.add(16)), w));
-                a[3] = _mm256_add_epi32(a[3], _mm256_mullo_epi32(widen8(p.add(24)), w));
-                a[4] = _mm256_add_epi32(a[4], _mm256_mullo_epi32(widen8(p.add(32)), w));
-                a[5] = _mm256_add_epi32(a[5], _mm256_mullo_epi32(widen8(p.add(40)), w));
-                a[6] = _mm256_add_epi32(a[6], _mm256_mullo_epi32(widen8(p.add(48)), w));
-                a[7] = _mm256_add_epi32(a[7], _mm256_mullo_epi32(widen8(p.add(56)), w));
+        // SAFETY: AVX2 is available (caller's contract); the assert that opens this block makes every line at least `dst.len()` bytes, and `j + 64 <= dst.len()` bounds each load and store.
+        unsafe {
+            assert!(lines.len() == taps.len() && lines.iter().all(|l| l.len() >= dst.len()));
+            let bias = _mm256_set1_epi32(1 << (precision - 1));
+            let shift = _mm_cvtsi32_si128(precision as i32);
+            let mut j = 0;
+            while j + 64 <= dst.len() {
+                let mut a = [bias; 8];
+                for (line, &w) in lines.iter().zip(taps) {
+                    let w = _mm256_set1_epi32(w);
+                    let p = line.as_ptr().add(j);
+                    a[0] = _mm256_add_epi32(a[0], _mm256_mullo_epi32(widen8(p), w));
+                    a[1] = _mm256_add_epi32(a[1], _mm256_mullo_epi32(widen8(p.add(8)), w));
+                    a[2] = _mm256_add_epi32(a[2], _mm256_mullo_epi32(widen8(p.add(16)), w));
+                    a[3] = _mm256_add_epi32(a[3], _mm256_mullo_epi32(widen8(p.add(24)), w));
+                    a[4] = _mm256_add_epi32(a[4], _mm256_mullo_epi32(widen8(p.add(32)), w));
+                    a[5] = _mm256_add_epi32(a[5], _mm256_mullo_epi32(widen8(p.add(40)), w));
+                    a[6] = _mm256_add_epi32(a[6], _mm256_mullo_epi32(widen8(p.add(48)), w));
+                    a[7] = _mm256_add_epi32(a[7], _mm256_mullo_epi32(widen8(p.add(56)), w));
+                }
+                let lo = pack4(
+                    sra(a[0], shift),
+                    sra(a[1], shift),
+                    sra(a[2], shift),
+                    sra(a[3], shift),
+                );
+                let hi = pack4(
+                    sra(a[4], shift),
+                    sra(a[5], shift),
+                    sra(a[6], shift),
+                    sra(a[7], shift),
+                );
+                _mm256_storeu_si256(dst.as_mut_ptr().add(j).cast(), lo);
+                _mm256_storeu_si256(dst.as_mut_ptr().add(j + 32).cast(), hi);
+                j += 64;
             }
-            let lo = pack4(
-                sra(a[0], shift),
-                sra(a[1], shift),
-                sra(a[2], shift),
-                sra(a[3], shift),
-            );
-            let hi = pack4(
-                sra(a[4], shift),
-                sra(a[5], shift),
-                sra(a[6], shift),
-                sra(a[7], shift),
-            );
-            _mm256_storeu_si256(dst.as_mut_ptr().add(j).cast(), lo);
-            _mm256_storeu_si256(dst.as_mut_ptr().add(j + 32).cast(), hi);
-            j += 64;
+            j
         }
-        j
     }
 }
 

@@ -1,0 +1,141 @@
+"""The distributions as a user gets them: `make dist`'s wheels and sdists installed into fresh
+venvs outside the repository, with no package index (dist/ and its wheelhouse only, so these
+tests reach no network), then the README quickstart and the conformance suite run there."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import venv
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DIST = REPO / "dist"
+WHEELHOUSE = DIST / "wheelhouse"
+PLUGINS = sorted(p.name for p in (REPO / "plugins").iterdir() if (p / "pyproject.toml").is_file())
+SHIPPED = [name for name in PLUGINS if name != "template"]
+
+
+def _dist_file(name: str, suffix: str) -> Path:
+    found = sorted(DIST.glob(f"{name}-*{suffix}"))
+    assert found, f"{name}*{suffix} is missing from {DIST}: run `make dist wheelhouse` first"
+    return found[-1]
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    """The environment of a user's shell: no PYTHONPATH, no repository on the path, no index."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PIP_", "VIRTUAL"))}
+    env.update(PIP_NO_INDEX="1", PIP_FIND_LINKS=f"{DIST} {WHEELHOUSE}", CARGO_NET_OFFLINE="true")
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    env.update(extra)
+    return env
+
+
+def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float) -> str:
+    done = subprocess.run(
+        cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert done.returncode == 0, (
+        f"{' '.join(cmd[:4])} ... exited {done.returncode}\n{done.stdout[-3000:]}\n"
+        f"{done.stderr[-3000:]}"
+    )
+    return done.stdout
+
+
+def _fresh_venv(where: Path) -> Path:
+    venv.EnvBuilder(with_pip=True, clear=True).create(where)
+    return where / "bin" / "python"
+
+
+def _readme_quickstart() -> str:
+    text = (REPO / "README.md").read_text()
+    section = text.split("## Quickstart", 1)[1]
+    match = re.search(r"```python\n(.*?)```", section, re.S)
+    assert match, "README.md has no python block under its Quickstart heading"
+    return match.group(1)
+
+
+def _user_folder(tmp: Path) -> Path:
+    """A folder of the user's own, with the image the quickstart names."""
+    work = tmp / "work"
+    (work / "examples" / "images").mkdir(parents=True)
+    shutil.copy(REPO / "examples/images/astronaut.jpg", work / "examples/images/astronaut.jpg")
+    return work
+
+
+def _check_installed_outside_repo(python: Path, work: Path, env: dict[str, str]) -> None:
+    where = _run(
+        [str(python), "-I", "-c", "import sglang_mm_core as m; print(m.__file__)"], work, env, 60
+    )
+    assert REPO not in Path(where.strip()).parents, f"imported from the repository: {where}"
+
+
+@pytest.fixture(scope="module")
+def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, str]]:
+    tmp = tmp_path_factory.mktemp("wheels")
+    python = _fresh_venv(tmp / "venv")
+    env = _clean_env()
+    wheels = [str(_dist_file("sglang_mm_core", ".whl")) + "[conformance,safetensors]"]
+    wheels += [str(_dist_file(f"sglang_mm_{name}", ".whl")) for name in SHIPPED]
+    _run([str(python), "-m", "pip", "install", "--quiet", *wheels], tmp, env, 600)
+    work = _user_folder(tmp)
+    _check_installed_outside_repo(python, work, env)
+    return python, work, env
+
+
+def test_readme_quickstart_runs_from_the_wheels(
+    wheel_venv: tuple[Path, Path, dict[str, str]],
+) -> None:
+    python, work, env = wheel_venv
+    code = _readme_quickstart() + "\nprint('QUICKSTART', out.input_ids.shape[0], len(out.items))\n"
+    out = _run([str(python), "-I", "-c", code], work, env, 300)
+    tokens, items = out.split("QUICKSTART", 1)[1].split()
+    assert int(items) == 1 and int(tokens) > 8
+
+
+def test_families_lists_every_shipped_plugin(
+    wheel_venv: tuple[Path, Path, dict[str, str]],
+) -> None:
+    python, work, env = wheel_venv
+    out = _run([str(python.parent / "sglang-mm"), "families"], work, env, 120)
+    for name in SHIPPED:
+        assert name in out, out
+
+
+@pytest.mark.parametrize("family", SHIPPED)
+def test_conformance_passes_from_the_wheels(
+    wheel_venv: tuple[Path, Path, dict[str, str]], family: str
+) -> None:
+    python, work, env = wheel_venv
+    out = _run(
+        [str(python.parent / "sglang-mm"), "conformance", "--family", family], work, env, 900
+    )
+    assert re.search(r"\b\d+ passed\b", out) and " failed" not in out, out[-2000:]
+
+
+def test_core_and_a_plugin_build_from_their_sdists(tmp_path: Path) -> None:
+    """pip builds both sdists itself (isolated build env: maturin and cmake from the
+    wheelhouse, crates from cargo's local cache). The compile cache is the repository's
+    target dir, so only the crates whose sources come from the sdists are compiled again."""
+    python = _fresh_venv(tmp_path / "venv")
+    env = _clean_env(CARGO_TARGET_DIR=str(REPO / "target"))
+    sdists = [str(_dist_file("sglang_mm_core", ".tar.gz")) + "[conformance]"]
+    sdists.append(str(_dist_file("sglang_mm_qwen_vl", ".tar.gz")))
+    _run(
+        [str(python), "-m", "pip", "install", "--quiet", *sdists],
+        tmp_path,
+        {**env, "PIP_FIND_LINKS": str(WHEELHOUSE)},  # not dist/: its wheels must not be taken
+        1800,
+    )
+    work = _user_folder(tmp_path)
+    _check_installed_outside_repo(python, work, env)
+    meta = _run([str(python), "-m", "pip", "show", "-f", "sglang-mm-core"], work, env, 60)
+    assert "_native" in meta
+    out = _run(
+        [str(python.parent / "sglang-mm"), "conformance", "--family", "qwen_vl"], work, env, 900
+    )
+    assert re.search(r"\b\d+ passed\b", out) and " failed" not in out, out[-2000:]
