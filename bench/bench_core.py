@@ -27,8 +27,7 @@ from skimage import data as skdata
 
 from sglang_mm_core import _native
 from sglang_mm_core.common import content_hash, resize_rgb
-from sglang_mm_core.layout import apply_layout, layout_by_placeholder
-from sglang_mm_core.positions import mrope_positions
+from sglang_mm_core.plugin import apply_layout, layout_by_placeholder, mrope_positions
 
 QUICK = "--quick" in sys.argv
 REPEATS = 3 if QUICK else 9

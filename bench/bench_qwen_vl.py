@@ -30,8 +30,7 @@ warnings.simplefilter("ignore")
 
 from _images import mosaic  # noqa: E402
 
-from sglang_mm_core.carriers import MmInput  # noqa: E402
-from sglang_mm_core.spec import pipeline_from_spec  # noqa: E402
+from sglang_mm_core import MmInput, pipeline_from_spec  # noqa: E402
 
 IMG, VS, VE = 151655, 151652, 151653
 QUICK = "--quick" in sys.argv
@@ -41,9 +40,9 @@ def shipped() -> dict[str, int]:
     """The pixel bounds the plugin's Qwen2 defaults ship (Qwen2-VL's preprocessor_config.json).
     HF's processor classes default to a smaller ``longest_edge`` (1003520), so the references
     must be given these or they would resize to a twelfth of the pixels."""
-    from sglang_mm_qwen_vl.params import Params
+    from sglang_mm_qwen_vl.params import QwenVLParams
 
-    p = Params()
+    p = QwenVLParams()
     return {"min_pixels": p.min_pixels, "max_pixels": p.max_pixels}
 
 

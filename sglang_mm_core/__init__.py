@@ -6,16 +6,38 @@
         out = pipe.process(mm.MmInput(input_ids=[...], images=["cat.jpg"]))
 
 The model-agnostic kernels live in `sglang_mm_core.common`. Families (model-specific
-processing) are plugins found through the ``sglang_mm`` entry point group; see `Family` and
-`register_family`."""
+processing) are plugins found through the ``sglang_mm`` entry point group; a family author
+imports from `sglang_mm_core.plugin` (the names here that it also offers, e.g. `Family` and
+`hookimpl`, stay as aliases). Modules whose name starts with ``_`` are private."""
 
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from ._carriers import (
+    Geometry,
+    MmInput,
+    MmItem,
+    MmOutput,
+    ProcessedItem,
+    Tensor,
+    TokenCount,
+)
+from ._env import migrate_legacy_env
+from ._family import DecodeDefaults, Family, FamilyParams
+from ._layout import (
+    Explicit,
+    Media,
+    Repeat,
+    Text,
+    TokenLayout,
+    apply_layout,
+    layout_by_placeholder,
+    layout_by_placeholder_patterns,
+)
 from ._native import __version__ as _native_version
-from .carriers import Geometry, MmInput, MmItem, MmOutput, ProcessedItem, Tensor, TokenCount
-from .driver import Pipeline
+from ._positions import MRope, Rope1D, mrope_positions
+from .driver import Pipeline, pipeline_from_spec
 from .errors import (
     DecodeError,
     FetchError,
@@ -28,19 +50,13 @@ from .errors import (
     SpecError,
     UnsupportedModalityError,
 )
-from .family import DecodeDefaults, Family, FamilyParams
-from .layout import (
-    Explicit,
-    Media,
-    Repeat,
-    Text,
-    TokenLayout,
-    apply_layout,
-    layout_by_placeholder,
-    layout_by_placeholder_patterns,
+from .registry import (
+    Registry,
+    default_registry,
+    hookimpl,
+    register_family,
+    unregister,
 )
-from .positions import MRope, Rope1D, mrope_positions
-from .registry import Registry, default_registry, hookimpl, register_family, unregister
 from .spec import (
     DecodeOptions,
     FetchPolicy,
@@ -48,9 +64,11 @@ from .spec import (
     ResolvedSpec,
     Spec,
     load_spec,
-    pipeline_from_spec,
     spec_json_schema,
 )
+
+# Nothing reads the environment at import time; from here on only the current names exist.
+migrate_legacy_env()
 
 try:
     __version__: str = version("sglang-mm-core")

@@ -6,15 +6,22 @@ import numpy.typing as npt
 Buffer = bytes | bytearray | memoryview
 
 __version__: str
+DEFAULT_MAX_PIXELS: int
+DEFAULT_MAX_SIDE: int
 
 def image_decode_rgb(
     data: Buffer,
     alpha: str = "white",
     exif_orientation: bool = True,
-    max_pixels: int = 178956970,
-    max_side: int = 65535,
+    max_pixels: int = ...,
+    max_side: int = ...,
 ) -> npt.NDArray[np.uint8]: ...
-def image_dimensions(data: Buffer, exif_orientation: bool = True) -> tuple[int, int]: ...
+def image_dimensions(
+    data: Buffer,
+    exif_orientation: bool = True,
+    max_pixels: int | None = None,
+    max_side: int | None = None,
+) -> tuple[int, int]: ...
 def resize_rgb(
     arr: npt.NDArray[np.uint8],
     out_w: int,

@@ -1,149 +1,29 @@
-"""The values that cross the boundaries: what a family returns per item, what a request brings
-and what the pipeline hands back. Plain frozen dataclasses over numpy arrays, so they pickle,
-compare and convert (torch, ml_dtypes) without pulling those libraries in."""
+"""Deprecated module path: the implementation is private (`sglang_mm_core._carriers`); import
+from `sglang_mm_core` (requests and outputs) or `sglang_mm_core.plugin` (family authors)."""
 
-from __future__ import annotations
+from ._carriers import (
+    DType,
+    Geometry,
+    MmInput,
+    MmItem,
+    MmOutput,
+    ProcessedItem,
+    Source,
+    Tensor,
+    TokenCount,
+)
+from ._deprecation import warn_moved_module
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+warn_moved_module(__name__, "sglang_mm_core or sglang_mm_core.plugin")
 
-import numpy as np
-import numpy.typing as npt
-
-if TYPE_CHECKING:
-    from .positions import MRope, Rope1D
-
-DType = Literal["uint8", "uint16", "int32", "int64", "float32", "bfloat16"]
-
-_NUMPY_FOR: dict[str, np.dtype[Any]] = {
-    "uint8": np.dtype(np.uint8),
-    "uint16": np.dtype(np.uint16),
-    "int32": np.dtype(np.int32),
-    "int64": np.dtype(np.int64),
-    "float32": np.dtype(np.float32),
-    "bfloat16": np.dtype(np.uint16),  # carried as raw bits
-}
-
-
-@dataclass(frozen=True, eq=False)
-class Tensor:
-    """A C-contiguous numpy array plus a dtype tag; ``bfloat16`` travels as ``uint16`` bits
-    because numpy has no bfloat16 of its own."""
-
-    array: npt.NDArray[Any]
-    dtype: DType
-
-    def __post_init__(self) -> None:
-        want = _NUMPY_FOR.get(self.dtype)
-        if want is None:
-            raise ValueError(f"unknown tensor dtype tag {self.dtype!r}")
-        if self.array.dtype != want:
-            raise ValueError(
-                f"tensor tagged {self.dtype} must hold {want} values, got {self.array.dtype}"
-            )
-        if not self.array.flags.c_contiguous:
-            # A broadcast view (e.g. repeated frames) is allowed only when it says so.
-            if not (self.array.flags.writeable is False and 0 in self.array.strides):
-                raise ValueError("tensor arrays must be C-contiguous")
-
-    @classmethod
-    def of(cls, array: npt.NDArray[Any], dtype: DType | None = None) -> Tensor:
-        return cls(array, dtype or str(array.dtype))  # type: ignore[arg-type]
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(self.array.shape)
-
-    def numpy(self) -> npt.NDArray[Any]:
-        """The values as numpy; bfloat16 becomes ``ml_dtypes.bfloat16`` (must be installed)."""
-        if self.dtype == "bfloat16":
-            import ml_dtypes  # type: ignore[import-not-found,import-untyped,unused-ignore]
-
-            return self.array.view(ml_dtypes.bfloat16)  # type: ignore[no-any-return,unused-ignore]
-        return self.array
-
-    def torch(self) -> Any:
-        """A torch tensor sharing memory (``torch`` must be installed)."""
-        import torch  # type: ignore[import-not-found,unused-ignore]
-
-        t = torch.from_numpy(np.ascontiguousarray(self.array))
-        return t.view(torch.bfloat16) if self.dtype == "bfloat16" else t
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Tensor):
-            return NotImplemented
-        return self.dtype == other.dtype and np.array_equal(self.array, other.array)
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-@dataclass(frozen=True)
-class Geometry:
-    """Where an item's pixels ended up: the resized ``(height, width)`` and the family's token
-    grid (Qwen: ``(t, gh, gw)`` in patches; Inkling: ``(nph, npw)``)."""
-
-    height: int
-    width: int
-    grid: tuple[int, ...]
-
-
-@dataclass(frozen=True, eq=False)
-class ProcessedItem:
-    """One image after the family's kernel: the feature the vision tower eats, auxiliary tensors
-    (e.g. ``image_grid_thw``) and the geometry the layout and positions are derived from."""
-
-    feature: Tensor
-    aux: Mapping[str, Tensor]
-    geometry: Geometry
-
-
-Source: TypeAlias = bytes | bytearray | memoryview | str
-
-
-@dataclass(frozen=True)
-class MmInput:
-    """One request: the prompt's token ids and its image sources (bytes, data: URL, base64,
-    path or http(s) URL), in placeholder order."""
-
-    input_ids: Sequence[int] | npt.NDArray[np.integer[Any]]
-    images: Sequence[Source] = ()
-    rid: str | None = None
-
-
-@dataclass(frozen=True, eq=False)
-class MmItem:
-    """One image of the answer."""
-
-    feature: Tensor
-    aux: Mapping[str, Tensor]
-    hash: int
-    geometry: Geometry
-    tokens: int
-
-
-@dataclass(frozen=True, eq=False)
-class MmOutput:
-    """The model-ready result of one request; offsets are inclusive ``(start, end)`` indices
-    into ``input_ids``, one pair per item."""
-
-    input_ids: npt.NDArray[np.int64]
-    items: list[MmItem]
-    offsets: list[tuple[int, int]]
-    positions: Rope1D | MRope
-    family: str
-    spec_fingerprint: str
-    rid: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def hashes(self) -> list[int]:
-        return [it.hash for it in self.items]
-
-
-@dataclass(frozen=True)
-class TokenCount:
-    """What `Pipeline.count_tokens` answers from image headers alone."""
-
-    length: int
-    per_item: list[int]
+__all__ = [
+    "DType",
+    "Geometry",
+    "MmInput",
+    "MmItem",
+    "MmOutput",
+    "ProcessedItem",
+    "Source",
+    "Tensor",
+    "TokenCount",
+]

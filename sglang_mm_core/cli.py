@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .carriers import MmInput, MmOutput, TokenCount
+from ._carriers import MmInput, MmOutput, TokenCount
 from .errors import MmError, MmRequestError, PluginError, SpecError
 
 if TYPE_CHECKING:
@@ -106,8 +106,8 @@ def _describe_error(e: MmError) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from .driver import pipeline_from_spec
     from .requests_io import describe, read_requests_each
-    from .spec import pipeline_from_spec
 
     out_path = check_out_path(args.out) if args.out else None
     with pipeline_from_spec(args.spec) as pipe:
@@ -187,8 +187,8 @@ def _count(pipe: Pipeline, req: MmInput | MmError) -> TokenCount:
 def _tokens(args: argparse.Namespace) -> int:
     """One count per request; on a many-request file each bad request gets its error line
     and the others their counts (exit status 1 if any failed), as `run` does."""
+    from .driver import pipeline_from_spec
     from .requests_io import read_requests_each
-    from .spec import pipeline_from_spec
 
     with pipeline_from_spec(args.spec) as pipe:
         requests = read_requests_each(args.request)

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from . import errors as _errors
-from .carriers import MmInput, MmOutput, TokenCount
+from ._carriers import MmInput, MmOutput, TokenCount
 from .errors import MmError, MmRequestError
 
 Format = Literal["safetensors", "json"]

@@ -1,17 +1,49 @@
 """The model-agnostic kernels, with Python signatures: what a family plugin builds on. Each
-call releases the GIL for its work, so threads calling them run in parallel."""
+call releases the GIL for its work, so threads calling them run in parallel. Also the values
+several families share: the normalisation constants, the image limits and `as_rgb`."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _native
+from .errors import KernelArgumentError
 from .fetch import fetch_bytes
 
 Buffer = bytes | bytearray | memoryview
+
+#: Pillow's decompression-bomb threshold, the default cap on one decoded image (defined once,
+#: in the Rust kernels: ``mm_kernels::limits::MAX_IMAGE_PIXELS``).
+DEFAULT_MAX_PIXELS: int = _native.DEFAULT_MAX_PIXELS
+#: The default cap on an image's longest side (``mm_kernels::limits::MAX_IMAGE_SIDE``).
+DEFAULT_MAX_SIDE: int = _native.DEFAULT_MAX_SIDE
+
+#: OpenAI CLIP's per-channel normalisation (HF's ``OPENAI_CLIP_MEAN`` / ``OPENAI_CLIP_STD``).
+CLIP_MEAN: tuple[float, float, float] = (0.48145466, 0.4578275, 0.40821073)
+CLIP_STD: tuple[float, float, float] = (0.26862954, 0.26130258, 0.27577711)
+#: HF's ``IMAGENET_STANDARD_MEAN`` / ``IMAGENET_STANDARD_STD``: values to [-1, 1].
+IMAGENET_STANDARD_MEAN: tuple[float, float, float] = (0.5, 0.5, 0.5)
+IMAGENET_STANDARD_STD: tuple[float, float, float] = (0.5, 0.5, 0.5)
+
+
+def as_rgb(image: Any) -> npt.NDArray[np.uint8]:
+    """``image`` as a C-contiguous RGB uint8 ``[h, w, 3]`` array (no copy when it already is
+    one), or a `KernelArgumentError` naming what it is instead. The driver always passes such
+    an array to ``process_item``; a family calls this so direct callers get the same check."""
+    try:
+        arr = np.asarray(image)
+    except (TypeError, ValueError) as e:
+        raise KernelArgumentError(
+            f"expected an RGB uint8 array of shape [h, w, 3], got {type(image).__name__}: {e}"
+        ) from None
+    if arr.dtype != np.uint8 or arr.ndim != 3 or arr.shape[2] != 3:
+        raise KernelArgumentError(
+            f"expected an RGB uint8 array of shape [h, w, 3], got {arr.dtype} {list(arr.shape)}"
+        )
+    return np.ascontiguousarray(arr)
 
 
 def image_decode_rgb(
@@ -19,8 +51,8 @@ def image_decode_rgb(
     *,
     alpha: Literal["white", "drop"] = "white",
     exif_orientation: bool = True,
-    max_pixels: int = 178_956_970,
-    max_side: int = 65_535,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
+    max_side: int = DEFAULT_MAX_SIDE,
 ) -> npt.NDArray[np.uint8]:
     """Decode JPEG, PNG, WebP, GIF (first frame) or BMP bytes to RGB uint8 ``[h, w, 3]``,
     bit-exact with Pillow. ``alpha="white"`` composites onto white as HuggingFace's
@@ -30,10 +62,17 @@ def image_decode_rgb(
     return _native.image_decode_rgb(data, alpha, exif_orientation, max_pixels, max_side)
 
 
-def image_dimensions(data: Buffer, *, exif_orientation: bool = True) -> tuple[int, int]:
+def image_dimensions(
+    data: Buffer,
+    *,
+    exif_orientation: bool = True,
+    max_pixels: int | None = None,
+    max_side: int | None = None,
+) -> tuple[int, int]:
     """``(width, height)`` of the upright image from its header alone, for token accounting
-    without decoding."""
-    return _native.image_dimensions(data, exif_orientation)
+    without decoding. With ``max_pixels`` or ``max_side``, an image over them is the same
+    `LimitError` `image_decode_rgb` raises (one rule, in the kernels)."""
+    return _native.image_dimensions(data, exif_orientation, max_pixels, max_side)
 
 
 def resize_rgb(
@@ -70,6 +109,13 @@ def base64_decode(data: str | Buffer) -> bytes:
 
 
 __all__ = [
+    "CLIP_MEAN",
+    "CLIP_STD",
+    "DEFAULT_MAX_PIXELS",
+    "DEFAULT_MAX_SIDE",
+    "IMAGENET_STANDARD_MEAN",
+    "IMAGENET_STANDARD_STD",
+    "as_rgb",
     "base64_decode",
     "content_hash",
     "fetch_bytes",

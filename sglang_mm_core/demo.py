@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 
 from . import _native
+from .driver import pipeline_from_spec
 from .errors import MmError
 from .registry import default_registry
 from .requests_io import describe, read_requests
-from .spec import pipeline_from_spec, read_spec_document
+from .spec import read_spec_document
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp"}
 

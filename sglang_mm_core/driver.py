@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _native
-from .carriers import MmInput, MmItem, MmOutput, ProcessedItem, TokenCount
+from ._carriers import MmInput, MmItem, MmOutput, ProcessedItem, TokenCount
+from ._env import THREADS_ENV
+from ._family import Family
+from ._layout import TokenLayout, apply_layout
+from ._positions import MRope, Rope1D
 from .errors import (
     LimitError,
     MmError,
@@ -28,12 +33,11 @@ from .errors import (
     SpecError,
     UnsupportedModalityError,
 )
-from .family import Family
-from .layout import TokenLayout, apply_layout
-from .positions import MRope, Rope1D
-from .spec import ResolvedSpec
+from .spec import ResolvedSpec, Spec, load_spec
 
-THREADS_ENV = "SGL_MM_THREADS"
+if TYPE_CHECKING:
+    from .registry import Registry
+
 MAX_DEFAULT_THREADS = 8
 
 T = TypeVar("T")
@@ -42,7 +46,7 @@ R_co = TypeVar("R_co", covariant=True)
 
 
 def resolve_threads(spec_threads: int | None) -> int:
-    """Pool size: the spec's ``threads``, else ``$SGL_MM_THREADS``, else ``min(8, cores)``;
+    """Pool size: the spec's ``threads``, else ``$SGLANG_MM_THREADS``, else ``min(8, cores)``;
     0 means inline on the calling thread."""
     if spec_threads is not None:
         return spec_threads
@@ -159,6 +163,16 @@ def _plugin_error(family: Family, what: str, err: BaseException) -> PluginError:
     out = PluginError(f"family {family.name!r} failed in {what}: {type(err).__name__}: {err}")
     out.__cause__ = err
     return out
+
+
+def pipeline_from_spec(
+    spec: str | bytes | Mapping[str, Any] | Path | Spec, *, registry: Registry | None = None
+) -> Pipeline:
+    """Validate a spec (JSON text, a path, bytes or a mapping) and build its `Pipeline`.
+
+    A string is JSON text when it starts with ``{``, else the path of a JSON file. The family
+    comes from the installed plugins, or from ``registry`` when given."""
+    return Pipeline(load_spec(spec, registry=registry))
 
 
 class Pipeline:
@@ -278,13 +292,10 @@ class Pipeline:
         prompt: list[int] = []
         for k, (data, kind) in enumerate(items):
             try:
-                w, h = _native.image_dimensions(data, exif_orientation=exif)
-                if w * h > limits.max_image_pixels or max(w, h) > limits.max_image_side:
-                    raise LimitError(
-                        f"image is {w}x{h}, over limits.max_image_pixels = "
-                        f"{limits.max_image_pixels} or limits.max_image_side = "
-                        f"{limits.max_image_side}"
-                    )
+                # The limits are checked by the kernels' one rule, as the decoder does.
+                w, h = _native.image_dimensions(
+                    data, exif, limits.max_image_pixels, limits.max_image_side
+                )
                 per_item.append(self._call(self.family.tokens_for_dimensions, w, h))
                 prompt.append(self._call(self.family.prompt_tokens_for_dimensions, w, h))
             except MmError as e:
@@ -414,4 +425,4 @@ def _check_positions(fam: Family, positions: object, length: int) -> None:
         )
 
 
-__all__ = ["Par", "Pipeline", "resolve_threads"]
+__all__ = ["THREADS_ENV", "Par", "Pipeline", "pipeline_from_spec", "resolve_threads"]

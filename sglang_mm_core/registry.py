@@ -22,8 +22,8 @@ from typing import Any
 import pluggy
 from pydantic import BaseModel
 
+from ._family import Family
 from .errors import PluginError
-from .family import Family
 
 PROJECT = "sglang_mm"
 ENTRY_POINT_GROUP = "sglang_mm"

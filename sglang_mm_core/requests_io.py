@@ -16,9 +16,9 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .carriers import MmInput, MmOutput
+from ._carriers import MmInput, MmOutput
+from ._positions import MRope
 from .errors import MmRequestError
-from .positions import MRope
 from .spec import format_validation_error
 
 _REMOTE_PREFIXES = ("http://", "https://", "file://", "data:", "/")

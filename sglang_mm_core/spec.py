@@ -13,11 +13,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from . import _native
+from ._family import Family, FamilyParams
 from .errors import SpecError
-from .family import Family, FamilyParams
 
 if TYPE_CHECKING:
-    from .driver import Pipeline
     from .registry import Registry
 
 
@@ -36,9 +35,13 @@ class Limits(_Strict):
         67_108_864, gt=0, description="Most bytes of one file or HTTP stream."
     )
     max_image_pixels: int = Field(
-        178_956_970, gt=0, description="Most pixels of one decoded image (Pillow's bomb limit)."
+        _native.DEFAULT_MAX_PIXELS,
+        gt=0,
+        description="Most pixels of one decoded image (Pillow's bomb limit).",
     )
-    max_image_side: int = Field(65_535, gt=0, description="Longest side of one decoded image.")
+    max_image_side: int = Field(
+        _native.DEFAULT_MAX_SIDE, gt=0, description="Longest side of one decoded image."
+    )
     max_body_bytes: int = Field(
         67_108_864, gt=0, description="Most bytes of one HTTP request body (the server's cap)."
     )
@@ -79,7 +82,7 @@ class Spec(_Strict):
     threads: int | None = Field(
         None,
         ge=0,
-        description="Worker threads; null = $SGL_MM_THREADS, else min(8, cores); 0 = inline.",
+        description="Worker threads; null = $SGLANG_MM_THREADS, else min(8, cores); 0 = inline.",
     )
 
 
@@ -198,18 +201,6 @@ def load_spec(
     return ResolvedSpec(resolved, family_cls, params)
 
 
-def pipeline_from_spec(
-    spec: str | bytes | Mapping[str, Any] | Path | Spec, *, registry: Registry | None = None
-) -> Pipeline:
-    """Validate a spec (JSON text, a path, bytes or a mapping) and build its `Pipeline`.
-
-    A string is JSON text when it starts with ``{``, else the path of a JSON file. The family
-    comes from the installed plugins, or from ``registry`` when given."""
-    from .driver import Pipeline
-
-    return Pipeline(load_spec(spec, registry=registry))
-
-
 def spec_json_schema(family: type[Family]) -> dict[str, Any]:
     """JSON Schema of the whole spec document with ``family``'s params filled in."""
     try:
@@ -229,6 +220,22 @@ def spec_json_schema(family: type[Family]) -> dict[str, Any]:
     return schema
 
 
+if not TYPE_CHECKING:  # type checkers report the old path as missing, which is the point
+
+    def __getattr__(name: str) -> Any:
+        # `pipeline_from_spec` moved to `driver` (it builds a `Pipeline`, so here it made an
+        # import cycle); the old path resolves lazily, with a warning, for one release.
+        if name == "pipeline_from_spec":
+            from ._deprecation import warn_deprecated
+            from .driver import pipeline_from_spec
+
+            warn_deprecated(
+                "sglang_mm_core.spec.pipeline_from_spec", "use sglang_mm_core.pipeline_from_spec"
+            )
+            return pipeline_from_spec
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "DecodeOptions",
     "FetchPolicy",
@@ -236,7 +243,6 @@ __all__ = [
     "ResolvedSpec",
     "Spec",
     "load_spec",
-    "pipeline_from_spec",
     "read_spec_document",
     "spec_fingerprint",
     "spec_json_schema",

@@ -122,21 +122,21 @@ def test_bit_identical_for_every_pool_size(registry: Registry, threads: int) -> 
 def test_resolve_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    monkeypatch.delenv("SGL_MM_THREADS", raising=False)
+    monkeypatch.delenv("SGLANG_MM_THREADS", raising=False)
     assert resolve_threads(None) == min(8, os.cpu_count() or 1)
-    monkeypatch.setenv("SGL_MM_THREADS", "3")
+    monkeypatch.setenv("SGLANG_MM_THREADS", "3")
     assert resolve_threads(None) == 3
     assert resolve_threads(0) == 0  # the spec wins
-    monkeypatch.setenv("SGL_MM_THREADS", "0")
+    monkeypatch.setenv("SGLANG_MM_THREADS", "0")
     assert resolve_threads(None) == 0
     for bad in ("x", "-1", "1.5"):
-        monkeypatch.setenv("SGL_MM_THREADS", bad)
-        with pytest.raises(SpecError, match="SGL_MM_THREADS must be a non-negative integer"):
+        monkeypatch.setenv("SGLANG_MM_THREADS", bad)
+        with pytest.raises(SpecError, match="SGLANG_MM_THREADS must be a non-negative integer"):
             resolve_threads(None)
 
 
 def test_env_threads_reach_the_pipeline(registry: Registry, monkeypatch) -> None:
-    monkeypatch.setenv("SGL_MM_THREADS", "3")
+    monkeypatch.setenv("SGLANG_MM_THREADS", "3")
     with pipe(registry) as p, pipe(registry, threads=1) as q:
         assert p.threads == 3 and q.threads == 1
 
@@ -354,10 +354,18 @@ def test_family_contract_violations(family: type[ToyFamily], message: str) -> No
 def test_image_limits(registry: Registry) -> None:
     data = png_bytes(generated_image(40, 30))
     with pipe(registry, limits={"max_image_pixels": 1000}) as p:
-        with pytest.raises(LimitError, match=r"^image 0 \(bytes\)"):
+        with pytest.raises(LimitError, match=r"^image 0 \(bytes\)") as decoded:
             p.process(MmInput(prompt(1), [data]))
-        with pytest.raises(LimitError, match=r"^image 0 \(bytes\)"):
+        with pytest.raises(LimitError, match=r"^image 0 \(bytes\)") as counted:
             p.count_tokens(MmInput(prompt(1), [data]))
+        # One limit rule (the kernels'), so counting and decoding refuse with one message.
+        assert (
+            str(counted.value)
+            == str(decoded.value)
+            == (
+                "image 0 (bytes): PNG image of 40x30 = 1200 pixels exceeds the limit of 1000 pixels"
+            )
+        )
     with pipe(registry, limits={"max_image_side": 39}) as p:
         with pytest.raises(LimitError):
             p.process(MmInput(prompt(1), [data]))

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..family import Family
+from .._family import Family
 from ..registry import Registry
 from .checks import ALL_CHECKS, Check, checks_for
 from .images import encode_png, generated_image

@@ -20,11 +20,11 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import _native
-from ..carriers import MmInput, MmOutput, ProcessedItem, Tensor
+from .._carriers import MmInput, MmOutput, ProcessedItem, Tensor
+from .._family import Family
+from .._layout import Explicit, Media, Repeat, TokenLayout, apply_layout
+from .._positions import MRope, Rope1D
 from ..errors import DecodeError, LayoutError, MmError, MmRequestError
-from ..family import Family
-from ..layout import Explicit, Media, Repeat, TokenLayout, apply_layout
-from ..positions import MRope, Rope1D
 from ..registry import installed_entry_points
 from ..spec import spec_json_schema
 from .images import encode_png, generated_image

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._family import Family
 from ..driver import Pipeline
-from ..family import Family
 from ..registry import FamilyInfo, Registry, default_registry
 from ..spec import ResolvedSpec, load_spec, read_spec_document
 

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
-from ..carriers import MmInput
+from .._carriers import MmInput
 from .engine import Engine, Format, Kind, Ticket
 from .errors import Answer, answer_for, error_answer, not_ready, shutting_down
 from .schema import (

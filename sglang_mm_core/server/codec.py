@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..carriers import DType, Geometry, MmItem, MmOutput, Tensor
-from ..positions import MRope, Rope1D
+from .._carriers import DType, Geometry, MmItem, MmOutput, Tensor
+from .._positions import MRope, Rope1D
 
 FORMAT_VERSION = "1"
 SAFETENSORS_MEDIA_TYPE = "application/octet-stream"

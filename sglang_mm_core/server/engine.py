@@ -29,7 +29,7 @@ import uuid
 from collections import deque
 from typing import Literal
 
-from ..carriers import MmInput, MmOutput
+from .._carriers import MmInput, MmOutput
 from ..driver import Pipeline
 from ..spec import ResolvedSpec
 from . import codec

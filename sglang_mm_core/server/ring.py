@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..carriers import MmItem, MmOutput
-from ..positions import MRope
+from .._carriers import MmItem, MmOutput
+from .._positions import MRope
 
 IdArray = npt.NDArray[np.int64]
 _UNPLACED: IdArray = np.empty(0, dtype=np.int64)
@@ -116,7 +116,7 @@ class IngressBatch:
 
     def output(self, i: int) -> MmOutput:
         """Request ``i`` as the `MmOutput` the in-process pipeline would return (views)."""
-        from ..positions import Rope1D
+        from .._positions import Rope1D
 
         h = self.headers[i]
         ids = self.ids(i)

@@ -13,7 +13,7 @@ import numpy as np
 from PIL import Image
 
 from sglang_mm_core import MmInput, MmOutput, Pipeline, Registry
-from sglang_mm_core.positions import MRope, Rope1D
+from sglang_mm_core.plugin import MRope, Rope1D
 from sglang_mm_core.server import MmServer
 
 

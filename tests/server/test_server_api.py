@@ -263,7 +263,7 @@ def test_server_spec_defaults_follow_what_the_document_sets(
     fam: FamilySetup, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     reg = fam.registry
-    monkeypatch.delenv("SGL_MM_THREADS", raising=False)
+    monkeypatch.delenv("SGLANG_MM_THREADS", raising=False)
 
     def fetch(doc: dict[str, Any]) -> Any:
         return server_spec(doc, registry=reg).spec.fetch
@@ -283,11 +283,11 @@ def test_server_spec_defaults_follow_what_the_document_sets(
     spec_obj = Spec.model_validate({**base, "fetch": {"allow_private_networks": True}})
     f = server_spec(spec_obj, registry=reg).spec.fetch
     assert (f.allow_private_networks, f.allow_file) == (True, False)
-    # threads: the server's share unless the spec or $SGL_MM_THREADS sets it.
+    # threads: the server's share unless the spec or $SGLANG_MM_THREADS sets it.
     assert server_spec(base, registry=reg, threads=3).spec.threads == 3
     assert server_spec({**base, "threads": 0}, registry=reg, threads=3).spec.threads == 0
     assert server_spec(base, registry=reg).spec.threads is None
-    monkeypatch.setenv("SGL_MM_THREADS", "1")
+    monkeypatch.setenv("SGLANG_MM_THREADS", "1")
     assert server_spec(base, registry=reg, threads=3).spec.threads is None
     # The output-defining fingerprint is unchanged by the server's policy.
     assert server_spec(base, registry=reg).fingerprint == fam.pipeline.spec_fingerprint

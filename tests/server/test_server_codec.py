@@ -13,7 +13,7 @@ import safetensors.numpy
 from srv_helpers import FamilySetup, assert_same_output
 
 from sglang_mm_core import Geometry, MmItem, MmOutput, Tensor
-from sglang_mm_core.positions import MRope, Rope1D
+from sglang_mm_core.plugin import MRope, Rope1D
 from sglang_mm_core.server.codec import (
     CodecError,
     decode_json,

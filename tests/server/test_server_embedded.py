@@ -11,7 +11,7 @@ import pytest
 import requests
 from srv_helpers import FamilySetup, data_url, wait_for
 
-from sglang_mm_core.positions import MRope
+from sglang_mm_core.plugin import MRope
 from sglang_mm_core.server import MmServer, RidError
 
 SHAPES = [["jpeg_64x48"], [], ["png_56x56", "webp_100x60"], ["jpeg_120x90"], ["jpeg_200x150"]]

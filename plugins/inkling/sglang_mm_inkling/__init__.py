@@ -4,8 +4,8 @@ The module-level functions keep the original names and argument order; all relea
 the batch forms run their images in parallel and return them in input order. ``(h, w)`` in
 their results is the size the patches were cut from, i.e. after the rescale (the family's
 ``Geometry``); ``bits`` is the flat single-frame ``[num_patches * ps * ps * 3]`` bfloat16 bit
-array. ``threads`` (keyword-only, an addition) sets the pool: default ``$SGL_MM_THREADS``, else
-``min(8, cores)``; 0 or 1 runs inline."""
+array. ``threads`` (keyword-only, an addition) sets the pool: default
+``$SGLANG_MM_THREADS``, else ``min(8, cores)``; 0 or 1 runs inline."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from ._native import (
     preprocess_images,
 )
 from .family import InklingFamily, patch_grid
+from .hf import spec_from_hf
 from .params import InklingParams
 
 __all__ = [
@@ -26,4 +27,5 @@ __all__ = [
     "patch_grid",
     "patchify_rgb",
     "preprocess_images",
+    "spec_from_hf",
 ]

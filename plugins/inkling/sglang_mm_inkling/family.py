@@ -10,13 +10,21 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from sglang_mm_core.carriers import Geometry, ProcessedItem, Tensor
-from sglang_mm_core.errors import KernelArgumentError
-from sglang_mm_core.family import DecodeDefaults, Family, FamilyParams
-from sglang_mm_core.layout import TokenLayout, layout_by_placeholder
+from sglang_mm_core.plugin import (
+    DecodeDefaults,
+    Family,
+    FamilyParams,
+    Geometry,
+    KernelArgumentError,
+    ProcessedItem,
+    Tensor,
+    TokenLayout,
+    as_rgb,
+    layout_by_placeholder,
+)
 
 from . import _native
-from .hf import spec_from_hf_configs
+from .hf import spec_from_hf
 from .params import InklingParams
 
 
@@ -51,7 +59,7 @@ class InklingFamily(Family):
         frames are one buffer broadcast along axis 1 (stride 0), so the view is read-only:
         copy it (``np.array(...)``) before writing to it."""
         p = self.params
-        arr = _rgb_array(image)
+        arr = as_rgb(image)
         h, w, nph, npw, bits = _native.process_rgb(
             arr,
             p.patch_size,
@@ -97,16 +105,7 @@ class InklingFamily(Family):
     ) -> dict[str, Any]:
         """A spec for an Inkling checkpoint; keys accepted are listed in
         docs/families/inkling.md, anything else that could change the pixels is refused."""
-        return spec_from_hf_configs(preprocessor_config, config)
-
-
-def _rgb_array(image: Any) -> npt.NDArray[np.uint8]:
-    if not isinstance(image, np.ndarray) or image.dtype != np.uint8:
-        kind = getattr(image, "dtype", type(image).__name__)
-        raise KernelArgumentError(f"expected an RGB uint8 array, got {kind}")
-    if image.ndim != 3 or image.shape[2] != 3:
-        raise KernelArgumentError(f"expected an RGB array of shape [h, w, 3], got {image.shape}")
-    return np.ascontiguousarray(image)
+        return spec_from_hf(preprocessor_config, config)
 
 
 __all__ = ["InklingFamily", "patch_grid"]

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import ValidationError
 
-from sglang_mm_core.errors import SpecError
+from sglang_mm_core.plugin import CLIP_MEAN, CLIP_STD, SpecError, deprecated_aliases, hf_configs
 
 from .params import InklingParams
 
@@ -26,8 +27,6 @@ PARAM_KEYS = (
 # Keys that only describe the processor class.
 METADATA_KEYS = ("image_processor_type", "processor_class", "auto_map")
 
-_CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
-_CLIP_STD = (0.26862954, 0.2613026, 0.2757771)
 _LANCZOS = 1  # PIL.Image.Resampling.LANCZOS
 
 
@@ -47,8 +46,9 @@ def _is_true(v: Any) -> bool:
 
 # Keys whose value is fixed by the kernel: accepted only when they say what the kernel does.
 FIXED_KEYS: Mapping[str, tuple[str, Callable[[Any], bool]]] = {
-    "image_mean": ("the CLIP mean", lambda v: _f32_equal(v, _CLIP_MEAN)),
-    "image_std": ("the CLIP std", lambda v: _f32_equal(v, _CLIP_STD)),
+    # The kernel's float32 constants are the float32 roundings of these (specs/inkling.md).
+    "image_mean": ("the CLIP mean", lambda v: _f32_equal(v, CLIP_MEAN)),
+    "image_std": ("the CLIP std", lambda v: _f32_equal(v, CLIP_STD)),
     "rescale_factor": (
         "1/255",
         lambda v: (
@@ -100,13 +100,15 @@ def _token_id(config: Mapping[str, Any]) -> int:
     return value
 
 
-def spec_from_hf_configs(
-    preprocessor_config: Mapping[str, Any], config: Mapping[str, Any]
+def spec_from_hf(
+    preprocessor_config: Mapping[str, Any] | str | Path,
+    config: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``{"family": "inkling", "params": {...}}``, validated; settings left out of the
-    preprocessor config take the spec defaults."""
-    params = _params_from_preprocessor(preprocessor_config)
-    params["image_token_id"] = _token_id(config)
+    """``{"family": "inkling", "params": {...}}``, validated, for a model directory or its two
+    parsed config files; settings left out of the preprocessor config take the spec defaults."""
+    pp, cfg = hf_configs(preprocessor_config, config)
+    params = _params_from_preprocessor(pp)
+    params["image_token_id"] = _token_id(cfg)
     try:
         model = InklingParams.model_validate(params)
     except ValidationError as e:
@@ -118,4 +120,10 @@ def spec_from_hf_configs(
     return {"family": "inkling", "params": model.model_dump(mode="json")}
 
 
-__all__ = ["FIXED_KEYS", "METADATA_KEYS", "PARAM_KEYS", "TOKEN_KEYS", "spec_from_hf_configs"]
+# `spec_from_hf_configs` was this function's name; `spec_from_hf` is the one name of the hook.
+if not TYPE_CHECKING:  # runtime only: type checkers report the old names as missing
+    __getattr__ = deprecated_aliases(
+        __name__, {"spec_from_hf_configs": ("sglang_mm_inkling.spec_from_hf", spec_from_hf)}
+    )
+
+__all__ = ["FIXED_KEYS", "METADATA_KEYS", "PARAM_KEYS", "TOKEN_KEYS", "spec_from_hf"]

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, Strict, ValidationInfo, field_validator, model_validator
 
-from sglang_mm_core.family import FamilyParams
+from sglang_mm_core.plugin import FamilyParams
 
 _CAP = "rescale_image_max_upscaled_long_edge"
 StrictInt = Annotated[int, Strict()]

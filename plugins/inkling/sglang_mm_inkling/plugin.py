@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import pluggy
-
-from sglang_mm_core.family import Family
+from sglang_mm_core.plugin import Family, hookimpl
 
 from .family import InklingFamily
-
-hookimpl = pluggy.HookimplMarker("sglang_mm")
 
 
 @hookimpl

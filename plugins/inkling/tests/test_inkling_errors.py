@@ -102,11 +102,11 @@ def test_bytes_like_inputs_are_accepted(photo_jpegs: dict) -> None:
 def test_thread_settings(photo_jpegs: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     datas = [photo_jpegs["coffee"], photo_jpegs["rocket"]]
     want = [bits for _, _, bits in decode_patchify_batch(datas, 40, threads=1)]
-    monkeypatch.setenv("SGL_MM_THREADS", "0")
+    monkeypatch.setenv("SGLANG_MM_THREADS", "0")
     for (_, _, bits), ref in zip(decode_patchify_batch(datas, 40), want, strict=True):
         np.testing.assert_array_equal(bits, ref)
-    monkeypatch.setenv("SGL_MM_THREADS", "many")
-    with pytest.raises(KernelArgumentError, match="SGL_MM_THREADS must be a non-negative"):
+    monkeypatch.setenv("SGLANG_MM_THREADS", "many")
+    with pytest.raises(KernelArgumentError, match="SGLANG_MM_THREADS must be a non-negative"):
         decode_patchify(datas[0], 40)
     with pytest.raises(KernelArgumentError, match="threads must be >= 0, got -1"):
         decode_patchify(datas[0], 40, threads=-1)

@@ -9,14 +9,13 @@ import math
 
 import numpy as np
 import pytest
+import sglang_mm_inkling
 from inkling_reference import scaled_size
 from pydantic import ValidationError
 from sglang_mm_inkling import InklingFamily, InklingParams
 
-from sglang_mm_core.carriers import Geometry
 from sglang_mm_core.errors import LayoutError, SpecError
-from sglang_mm_core.layout import apply_layout
-from sglang_mm_core.positions import Rope1D
+from sglang_mm_core.plugin import Geometry, Rope1D, apply_layout
 
 CAP = "rescale_image_max_upscaled_long_edge"
 
@@ -183,6 +182,25 @@ def test_spec_from_hf_maps_the_configs() -> None:
 def test_spec_from_hf_refuses_what_it_cannot_match(pre: dict, config: dict, needle: str) -> None:
     with pytest.raises(SpecError, match=needle):
         InklingFamily.spec_from_hf(pre, config)
+
+
+def test_spec_from_hf_reads_a_model_directory(tmp_path) -> None:
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(PRE))
+    (tmp_path / "config.json").write_text(json.dumps({"image_token_id": 151655}))
+    want = InklingFamily.spec_from_hf(PRE, {"image_token_id": 151655})
+    assert sglang_mm_inkling.spec_from_hf(tmp_path) == want
+    with pytest.raises(SpecError, match=r"config\.json not found"):
+        (tmp_path / "config.json").unlink()
+        sglang_mm_inkling.spec_from_hf(tmp_path)
+
+
+def test_spec_from_hf_configs_is_a_deprecated_alias() -> None:
+    from sglang_mm_inkling import hf
+
+    with pytest.warns(DeprecationWarning, match=r"hf\.spec_from_hf_configs is deprecated"):
+        old = hf.spec_from_hf_configs
+    assert old is sglang_mm_inkling.spec_from_hf
+    assert old({}, {"image_token_index": 5})["params"]["image_token_id"] == 5
 
 
 def test_entry_point_offers_the_family() -> None:

@@ -12,11 +12,10 @@ from blake3 import blake3
 from inkling_reference import decode_patchify as ref_decode_patchify
 from numpy.testing import assert_array_equal
 
-from sglang_mm_core.carriers import MmInput
+from sglang_mm_core import MmInput, pipeline_from_spec
 from sglang_mm_core.errors import DecodeError, LayoutError, SpecError
-from sglang_mm_core.positions import Rope1D
+from sglang_mm_core.plugin import Rope1D
 from sglang_mm_core.requests_io import read_requests
-from sglang_mm_core.spec import pipeline_from_spec
 
 TOK = 200054
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "inkling"

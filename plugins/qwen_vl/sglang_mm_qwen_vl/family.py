@@ -5,26 +5,36 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
-from sglang_mm_core.carriers import Geometry, ProcessedItem, Tensor
-from sglang_mm_core.errors import KernelArgumentError, LayoutError
-from sglang_mm_core.family import DecodeDefaults, Family, FamilyParams
-from sglang_mm_core.layout import TokenLayout, layout_by_placeholder
-from sglang_mm_core.positions import MRope, mrope_positions
+from sglang_mm_core.plugin import (
+    DecodeDefaults,
+    Family,
+    FamilyParams,
+    Geometry,
+    LayoutError,
+    MRope,
+    ProcessedItem,
+    Tensor,
+    TokenLayout,
+    as_rgb,
+    deprecated_aliases,
+    layout_by_placeholder,
+    mrope_positions,
+)
 
 from . import _native
-from .params import Params
+from .params import QwenVLParams
 
 
-class QwenVL(Family):
+class QwenVLFamily(Family):
     """One family for every Qwen-VL generation; the generations differ only in params."""
 
     name: ClassVar[str] = "qwen_vl"
-    Params: ClassVar[type[FamilyParams]] = Params
+    Params: ClassVar[type[FamilyParams]] = QwenVLParams
     capabilities: ClassVar[frozenset[str]] = frozenset({"image"})
     # HF's processor on a PIL image: convert_to_rgb composites alpha on white; load_image applies
     # the EXIF orientation (docs/families/qwen_vl.md: paths and URLs drop alpha in HF instead).
@@ -32,11 +42,11 @@ class QwenVL(Family):
     requires_images: ClassVar[bool] = False
 
     def __init__(self, params: FamilyParams | dict[str, Any] | None = None) -> None:
-        if not isinstance(params, Params):
+        if not isinstance(params, QwenVLParams):
             raw = params.model_dump() if isinstance(params, FamilyParams) else (params or {})
-            params = Params.model_validate(raw)
+            params = QwenVLParams.model_validate(raw)
         super().__init__(params)
-        self.p: Params = params
+        self.p: QwenVLParams = params
         self._kernel = _native.Processor(
             patch_size=params.patch_size,
             merge_size=params.merge_size,
@@ -58,12 +68,7 @@ class QwenVL(Family):
     # -- pixels -------------------------------------------------------------------------------
 
     def process_item(self, image: npt.NDArray[np.uint8], *, threads: int = 1) -> ProcessedItem:
-        arr = np.asarray(image)
-        if arr.dtype != np.uint8 or arr.ndim != 3 or arr.shape[2] != 3:
-            raise KernelArgumentError(
-                f"expected an RGB uint8 image [h, w, 3], got {arr.dtype} {list(arr.shape)}"
-            )
-        values, (gh, gw), (h, w) = self._kernel.process(np.ascontiguousarray(arr), threads)
+        values, (gh, gw), (h, w) = self._kernel.process(as_rgb(image), threads)
         grid = np.array([[1, gh, gw]], dtype=np.int64)
         return ProcessedItem(
             feature=Tensor(values, "float32"),
@@ -155,4 +160,10 @@ class QwenVL(Family):
         return spec_from_hf(preprocessor_config, config, resample=resample)
 
 
-__all__ = ["QwenVL"]
+# `QwenVL` was this class's name before the family and params names were made consistent.
+if not TYPE_CHECKING:  # runtime only: type checkers report the old names as missing
+    __getattr__ = deprecated_aliases(
+        __name__, {"QwenVL": ("sglang_mm_qwen_vl.QwenVLFamily", QwenVLFamily)}
+    )
+
+__all__ = ["QwenVLFamily"]

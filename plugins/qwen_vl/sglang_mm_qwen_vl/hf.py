@@ -4,15 +4,15 @@ refused with a `SpecError` naming it; nothing is approximated."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from sglang_mm_core.errors import SpecError
+from sglang_mm_core.plugin import CLIP_MEAN, CLIP_STD, SpecError, hf_configs, load_model_dir
 
-from .params import CLIP_MEAN, CLIP_STD, Params
+from .params import QwenVLParams
 
 MODEL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")
 PROCESSOR_TYPES = (
@@ -85,27 +85,7 @@ _HANDLED = {
 }
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as e:
-        raise SpecError(f"{path.name} not found in {path.parent}") from e
-    except (OSError, ValueError) as e:
-        raise SpecError(f"cannot read {path}: {e}") from e
-    if not isinstance(data, dict):
-        raise SpecError(f"{path} must hold a JSON object")
-    return data
-
-
-def load_model_dir(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(preprocessor_config, config)`` of a model directory."""
-    root = Path(path)
-    if not root.is_dir():
-        raise SpecError(f"{root} is not a model directory")
-    return _read_json(root / "preprocessor_config.json"), _read_json(root / "config.json")
-
-
-def _check_settings(pp: dict[str, Any]) -> None:
+def _check_settings(pp: Mapping[str, Any]) -> None:
     for key in pp:
         if key not in _HANDLED and key not in _INERT:
             raise SpecError(
@@ -136,7 +116,7 @@ def _check_settings(pp: dict[str, Any]) -> None:
         )
 
 
-def _pixels(pp: dict[str, Any]) -> tuple[int, int]:
+def _pixels(pp: Mapping[str, Any]) -> tuple[int, int]:
     """Top-level ``min_pixels`` / ``max_pixels`` win over ``size``'s shortest/longest edge,
     which in this processor are pixel counts, not edges."""
     size = pp.get("size")
@@ -162,7 +142,7 @@ def _pixels(pp: dict[str, Any]) -> tuple[int, int]:
     return out[0], out[1]
 
 
-def _triple(pp: dict[str, Any], key: str) -> Any:
+def _triple(pp: Mapping[str, Any], key: str) -> Any:
     """A per-channel setting; HF also accepts one number for all three channels."""
     value = pp.get(key)
     if value is None:
@@ -174,12 +154,12 @@ def _triple(pp: dict[str, Any], key: str) -> Any:
     raise SpecError(f"preprocessor setting {key}={value!r} must be 3 numbers")
 
 
-def _sub(config: dict[str, Any], key: str) -> dict[str, Any]:
+def _sub(config: Mapping[str, Any], key: str) -> dict[str, Any]:
     sub = config.get(key)
     return sub if isinstance(sub, dict) else {}
 
 
-def _token_ids(config: dict[str, Any]) -> dict[str, int]:
+def _token_ids(config: Mapping[str, Any]) -> dict[str, int]:
     """Token ids from config.json: top level first, then the nested text/vision configs."""
     scopes = [config, _sub(config, "text_config"), _sub(config, "vision_config")]
     out: dict[str, int] = {}
@@ -193,7 +173,7 @@ def _token_ids(config: dict[str, Any]) -> dict[str, int]:
     return out
 
 
-def _geometry(pp: dict[str, Any], config: dict[str, Any]) -> dict[str, int]:
+def _geometry(pp: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, int]:
     """Patch geometry from the preprocessor (what HF's processor uses), checked against the
     vision tower's own config so that a mismatched pair is refused."""
     vision = _sub(config, "vision_config")
@@ -216,22 +196,15 @@ def _geometry(pp: dict[str, Any], config: dict[str, Any]) -> dict[str, int]:
 
 
 def spec_from_hf(
-    preprocessor_config: dict[str, Any] | str | Path,
-    config: dict[str, Any] | None = None,
+    preprocessor_config: Mapping[str, Any] | str | Path,
+    config: Mapping[str, Any] | None = None,
     *,
     resample: str = "aten_u8",
 ) -> dict[str, Any]:
     """A ``qwen_vl`` spec document (``family`` and ``params``) for a Qwen2-VL, Qwen2.5-VL,
     Qwen3-VL or Qwen3.5 model. ``resample`` picks the backend to match: ``"aten_u8"`` (HF v5's
     default torchvision backend) or ``"pil"``."""
-    if isinstance(preprocessor_config, (str, Path)):
-        if config is not None:
-            raise SpecError("pass a model directory, or both config dicts, not a mix")
-        pp, cfg = load_model_dir(preprocessor_config)
-    else:
-        if config is None:
-            raise SpecError("spec_from_hf needs config.json's content as well")
-        pp, cfg = preprocessor_config, config
+    pp, cfg = hf_configs(preprocessor_config, config)
     model_type = cfg.get("model_type")
     if model_type not in MODEL_TYPES:
         raise SpecError(
@@ -254,10 +227,11 @@ def spec_from_hf(
         "smart_resize": "hf",
     }
     try:
-        validated = Params.model_validate(params)
+        validated = QwenVLParams.model_validate(params)
     except ValidationError as e:
         raise SpecError(f"the model's settings are not a valid qwen_vl spec: {e}") from e
     return {"family": "qwen_vl", "params": validated.model_dump(mode="json")}
 
 
+# load_model_dir: re-exported from sglang_mm_core.plugin, where it is defined.
 __all__ = ["MODEL_TYPES", "load_model_dir", "spec_from_hf"]

@@ -4,14 +4,18 @@ Qwen2-VL's values as defaults (`QWEN2_VL`, `QWEN3_VL`, `QWEN3_5` hold the others
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from sglang_mm_core.family import FamilyParams
-
-CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
-CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+from sglang_mm_core.plugin import (
+    CLIP_MEAN,
+    CLIP_STD,
+    IMAGENET_STANDARD_MEAN,
+    IMAGENET_STANDARD_STD,
+    FamilyParams,
+    deprecated_aliases,
+)
 
 # Pixel counts are compared as doubles by the reference, so they must be exact doubles.
 _MAX_EXACT = 2**53
@@ -19,7 +23,7 @@ _MAX_EXACT = 2**53
 Triple = tuple[float, float, float]
 
 
-class Params(FamilyParams):
+class QwenVLParams(FamilyParams):
     """Spec ``params`` of the ``qwen_vl`` family (specs/qwen_vl.md)."""
 
     patch_size: int = Field(14, gt=0, description="Vision patch side in pixels (Qwen3: 16).")
@@ -67,7 +71,7 @@ class Params(FamilyParams):
         return v
 
     @model_validator(mode="after")
-    def _consistent(self) -> Params:
+    def _consistent(self) -> QwenVLParams:
         if self.min_pixels > self.max_pixels:
             raise ValueError(
                 f"min_pixels ({self.min_pixels}) must not exceed max_pixels ({self.max_pixels})"
@@ -93,8 +97,8 @@ QWEN3_VL: dict[str, Any] = {
     "patch_size": 16,
     "min_pixels": 65536,
     "max_pixels": 16777216,
-    "image_mean": (0.5, 0.5, 0.5),
-    "image_std": (0.5, 0.5, 0.5),
+    "image_mean": IMAGENET_STANDARD_MEAN,
+    "image_std": IMAGENET_STANDARD_STD,
 }
 QWEN3_5: dict[str, Any] = {
     **QWEN3_VL,
@@ -103,4 +107,11 @@ QWEN3_5: dict[str, Any] = {
     "vision_end_token_id": 248054,
 }
 
-__all__ = ["CLIP_MEAN", "CLIP_STD", "QWEN2_5_VL", "QWEN2_VL", "QWEN3_5", "QWEN3_VL", "Params"]
+# `Params` was this class's name before the family and params names were made consistent.
+if not TYPE_CHECKING:  # runtime only: type checkers report the old names as missing
+    __getattr__ = deprecated_aliases(
+        __name__, {"Params": ("sglang_mm_qwen_vl.QwenVLParams", QwenVLParams)}
+    )
+
+# CLIP_MEAN / CLIP_STD: re-exported from sglang_mm_core.plugin, where they are defined.
+__all__ = ["CLIP_MEAN", "CLIP_STD", "QWEN2_5_VL", "QWEN2_VL", "QWEN3_5", "QWEN3_VL", "QwenVLParams"]

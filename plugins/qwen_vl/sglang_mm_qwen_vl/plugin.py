@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import pluggy
+from collections.abc import Sequence
 
-from sglang_mm_core.family import Family
+from sglang_mm_core.plugin import Family, hookimpl
 
-from .family import QwenVL
-
-hookimpl = pluggy.HookimplMarker("sglang_mm")
+from .family import QwenVLFamily
 
 
 @hookimpl
-def sglang_mm_families() -> list[type[Family]]:
+def sglang_mm_families() -> Sequence[type[Family]]:
     """The families this plugin offers."""
-    return [QwenVL]
+    return [QwenVLFamily]

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from _qwen_refs import as_bits, gradient, noise, photo
-from sglang_mm_qwen_vl import Params, QwenVL
+from sglang_mm_qwen_vl import QwenVLFamily, QwenVLParams
 
 FIXTURES = Path(__file__).parent / "fixtures"
 META = json.loads((FIXTURES / "aten_goldens.json").read_text())
@@ -52,7 +52,7 @@ def test_torchvision_golden(case):
     arr = _input(case)
     assert _sha256(arr) == case["input_sha256"], "corpus input changed: rerun gen_goldens.py"
     params = META["params"][case["params"]]
-    fam = QwenVL(Params(**params, resample="aten_u8"))
+    fam = QwenVLFamily(QwenVLParams(**params, resample="aten_u8"))
     item = fam.process_item(arr)
     got = item.feature.array
     np.testing.assert_array_equal(item.aux["image_grid_thw"].array, np.array(case["grid_thw"]))
@@ -72,7 +72,7 @@ def test_backends_differ_where_the_references_do():
     case = next(c for c in META["cases"] if c["id"] == "qwen2-levels")
     arr = ARRAYS["qwen2-levels/input"]
     params = META["params"]["qwen2"]
-    pil = QwenVL(Params(**params, resample="pil")).process_item(arr).feature.array
+    pil = QwenVLFamily(QwenVLParams(**params, resample="pil")).process_item(arr).feature.array
     want = ARRAYS[f"{case['id']}/pixel_values"]
     differ = np.mean(as_bits(pil) != as_bits(want))
     assert 0.2 < differ < 0.8, differ

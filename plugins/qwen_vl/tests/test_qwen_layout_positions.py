@@ -8,11 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sglang_mm_qwen_vl import Params, QwenVL
+from sglang_mm_qwen_vl import QwenVLFamily, QwenVLParams
 
-from sglang_mm_core.carriers import Geometry
 from sglang_mm_core.errors import LayoutError
-from sglang_mm_core.layout import Media, Repeat, Text, apply_layout
+from sglang_mm_core.plugin import Geometry, Media, Repeat, Text, apply_layout
 
 ROPE = json.loads((Path(__file__).parent / "fixtures" / "rope_goldens.json").read_text())
 IMG, VS, VE = 151655, 151652, 151653
@@ -23,7 +22,7 @@ def geo(gh: int, gw: int, ps: int = 14) -> Geometry:
     return Geometry(gh * ps, gw * ps, (1, gh, gw))
 
 
-def run(fam: QwenVL, ids: list[int], grids: list[tuple[int, int]]):
+def run(fam: QwenVLFamily, ids: list[int], grids: list[tuple[int, int]]):
     geos = [geo(h, w) for h, w in grids]
     layout = fam.layout(np.asarray(ids, dtype=np.int64), geos)
     expanded = apply_layout(ids, layout, len(geos))
@@ -33,7 +32,7 @@ def run(fam: QwenVL, ids: list[int], grids: list[tuple[int, int]]):
 
 def test_spec_example_one_image():
     ids = [1, 2, 3, VS, IMG, VE, 4, 5]
-    layout, ex, pos = run(QwenVL(), ids, [(4, 4)])
+    layout, ex, pos = run(QwenVLFamily(), ids, [(4, 4)])
     assert layout.segments == (Text(0, 4), Media(0, Repeat(IMG, 4)), Text(5, 8))
     assert ex.offsets == [(4, 7)]
     want = [
@@ -47,7 +46,7 @@ def test_spec_example_one_image():
 
 def test_spec_example_two_images():
     ids = [1, VS, IMG, VE, VS, IMG, VE, 2]
-    _, ex, pos = run(QwenVL(), ids, [(4, 4), (4, 6)])
+    _, ex, pos = run(QwenVLFamily(), ids, [(4, 4), (4, 6)])
     want = [
         [0, 1, 2, 2, 2, 2, 4, 5, 6, 6, 6, 6, 6, 6, 9, 10],
         [0, 1, 2, 2, 3, 3, 4, 5, 6, 6, 6, 7, 7, 7, 9, 10],
@@ -60,7 +59,7 @@ def test_spec_example_two_images():
 
 @pytest.mark.parametrize("case", ROPE["cases"], ids=[c["id"] for c in ROPE["cases"]])
 def test_hf_get_rope_index(case):
-    fam = QwenVL()
+    fam = QwenVLFamily()
     grids = [(g[1], g[2]) for g in case["grids"]]
     assert all(g[0] == 1 for g in case["grids"])
     _, ex, pos = run(fam, case["ids"], grids)
@@ -84,7 +83,7 @@ def test_rope_goldens_came_from_the_hf_models():
 
 
 def test_count_mismatch_is_a_layout_error():
-    fam = QwenVL()
+    fam = QwenVLFamily()
     with pytest.raises(LayoutError, match=r"prompt has 1 media placeholder\(s\) but 2 media"):
         fam.layout(np.array([1, VS, IMG, VE]), [geo(4, 4), geo(4, 4)])
     with pytest.raises(LayoutError, match=r"prompt has 2 media placeholder\(s\) but 1 media"):
@@ -107,15 +106,17 @@ def test_count_mismatch_is_a_layout_error():
 def test_strict_layout_refuses_unmarked_placeholders(ids, bad):
     n = ids.count(IMG)
     with pytest.raises(LayoutError, match=rf"image placeholder {bad} \(token \d+, id {IMG}\)"):
-        QwenVL().layout(np.array(ids), [geo(2, 2)] * n)
-    relaxed = QwenVL(Params(strict_layout=False))
+        QwenVLFamily().layout(np.array(ids), [geo(2, 2)] * n)
+    relaxed = QwenVLFamily(QwenVLParams(strict_layout=False))
     layout = relaxed.layout(np.array(ids), [geo(2, 2)] * n)
     assert len(apply_layout(ids, layout, n).input_ids) == len(ids)
 
 
 def test_strict_layout_uses_the_configured_ids():
-    q35 = QwenVL(
-        Params(image_token_id=248056, vision_start_token_id=248053, vision_end_token_id=248054)
+    q35 = QwenVLFamily(
+        QwenVLParams(
+            image_token_id=248056, vision_start_token_id=248053, vision_end_token_id=248054
+        )
     )
     layout = q35.layout(np.array([7, 248053, 248056, 248054]), [geo(4, 4)])
     assert apply_layout([7, 248053, 248056, 248054], layout, 1).offsets == [(2, 5)]
@@ -124,21 +125,21 @@ def test_strict_layout_uses_the_configured_ids():
 
 
 def test_text_only_prompt_positions_are_plain():
-    fam = QwenVL()
+    fam = QwenVLFamily()
     _, _, pos = run(fam, [5, 6, 7], [])
     np.testing.assert_array_equal(pos.positions, np.tile(np.arange(3), (3, 1)))
     assert pos.delta == 0
 
 
 def test_tokens_for_matches_grid():
-    fam = QwenVL()
+    fam = QwenVLFamily()
     assert fam.tokens_for(geo(34, 46)) == 34 * 46 // 4
-    q = QwenVL(Params(merge_size=1))
+    q = QwenVLFamily(QwenVLParams(merge_size=1))
     assert q.tokens_for(geo(3, 5)) == 15
 
 
 def test_example_prompt_is_strict_valid():
-    fam = QwenVL()
+    fam = QwenVLFamily()
     ids = fam.example_prompt(3)
     layout = fam.layout(np.array(ids), [geo(2, 2)] * 3)
     assert len(apply_layout(ids, layout, 3).offsets) == 3

@@ -8,14 +8,14 @@ import json
 import numpy as np
 import pytest
 from pydantic import ValidationError
-from sglang_mm_qwen_vl import QWEN2_5_VL, QWEN2_VL, QWEN3_5, QWEN3_VL, Params, QwenVL
+from sglang_mm_qwen_vl import QWEN2_5_VL, QWEN2_VL, QWEN3_5, QWEN3_VL, QwenVLFamily, QwenVLParams
 
 from sglang_mm_core.errors import SpecError
 from sglang_mm_core.spec import load_spec
 
 
 def test_defaults_are_qwen2_vl():
-    p = Params()
+    p = QwenVLParams()
     assert (p.patch_size, p.merge_size, p.temporal_patch_size) == (14, 2, 2)
     assert (p.min_pixels, p.max_pixels) == (3136, 12845056)
     assert p.image_mean == (0.48145466, 0.4578275, 0.40821073)
@@ -43,17 +43,17 @@ def test_defaults_are_qwen2_vl():
     ],
 )
 def test_generations_are_expressible(values, ps, lo, hi, img):
-    p = Params(**values)
+    p = QwenVLParams(**values)
     assert (p.patch_size, p.min_pixels, p.max_pixels, p.image_token_id) == (ps, lo, hi, img)
-    fam = QwenVL(p)
+    fam = QwenVLFamily(p)
     item = fam.process_item(np.zeros((300, 400, 3), dtype=np.uint8))
     assert item.feature.shape[1] == 3 * 2 * ps * ps
 
 
 def test_json_round_trip():
-    p = Params(**QWEN3_5, resample="pil", smart_resize="sglang", pil_pass_order="pillow12")
-    assert Params.model_validate_json(p.model_dump_json()) == p
-    assert Params.model_validate(json.loads(json.dumps(p.model_dump(mode="json")))) == p
+    p = QwenVLParams(**QWEN3_5, resample="pil", smart_resize="sglang", pil_pass_order="pillow12")
+    assert QwenVLParams.model_validate_json(p.model_dump_json()) == p
+    assert QwenVLParams.model_validate(json.loads(json.dumps(p.model_dump(mode="json")))) == p
 
 
 @pytest.mark.parametrize(
@@ -78,24 +78,24 @@ def test_json_round_trip():
 )
 def test_invalid_values_are_named(field, value, message):
     with pytest.raises(ValidationError, match=message):
-        Params(**{field: value})
+        QwenVLParams(**{field: value})
 
 
 def test_min_pixels_over_max_pixels_names_both():
     with pytest.raises(ValidationError, match=r"min_pixels \(5000\) must not exceed max_pixels"):
-        Params(min_pixels=5000, max_pixels=4000)
+        QwenVLParams(min_pixels=5000, max_pixels=4000)
 
 
 def test_token_ids_must_differ():
     with pytest.raises(ValidationError, match="must differ"):
-        Params(vision_start_token_id=151655)
+        QwenVLParams(vision_start_token_id=151655)
 
 
 def test_bad_params_in_a_spec_are_a_spec_error():
     from sglang_mm_core.registry import Registry
 
     reg = Registry()
-    reg.register_family(QwenVL)
+    reg.register_family(QwenVLFamily)
     with pytest.raises(SpecError, match=r"image_std"):
         load_spec({"family": "qwen_vl", "params": {"image_std": [0.5, 0, 0.5]}}, registry=reg)
     with pytest.raises(SpecError, match=r"min_pixels \(9\) must not exceed max_pixels \(8\)"):
@@ -103,6 +103,6 @@ def test_bad_params_in_a_spec_are_a_spec_error():
 
 
 def test_decode_defaults_follow_hf_load_image():
-    assert QwenVL.decode_defaults.alpha == "white"
-    assert QwenVL.decode_defaults.exif_orientation is True
-    assert QwenVL.capabilities == frozenset({"image"})
+    assert QwenVLFamily.decode_defaults.alpha == "white"
+    assert QwenVLFamily.decode_defaults.exif_orientation is True
+    assert QwenVLFamily.capabilities == frozenset({"image"})

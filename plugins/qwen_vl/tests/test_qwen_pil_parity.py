@@ -17,18 +17,18 @@ from _qwen_refs import (
     photo,
 )
 from PIL import Image
-from sglang_mm_qwen_vl import Params, QwenVL
+from sglang_mm_qwen_vl import QwenVLFamily, QwenVLParams
 
 from sglang_mm_core.errors import KernelArgumentError
 
 PARAM_SETS = {"qwen2": QWEN2, "qwen3": QWEN3}
 
 
-def _family(params: dict, **extra) -> QwenVL:
-    return QwenVL(Params(**params, resample="pil", **extra))
+def _family(params: dict, **extra) -> QwenVLFamily:
+    return QwenVLFamily(QwenVLParams(**params, resample="pil", **extra))
 
 
-def _assert_same(fam: QwenVL, params: dict, image: Image.Image, threads: int = 1) -> None:
+def _assert_same(fam: QwenVLFamily, params: dict, image: Image.Image, threads: int = 1) -> None:
     want_pv, want_grid = hf_reference(hf_pil_processor(params), image)
     item = fam.process_item(np.asarray(image), threads=threads)
     got_pv = item.feature.array

@@ -13,10 +13,9 @@ import pytest
 from _qwen_refs import QWEN2, QWEN3, as_bits, hf_pil_processor, hf_reference, noise
 from PIL import Image, ImageOps
 
-from sglang_mm_core.carriers import MmInput
+from sglang_mm_core import MmInput, pipeline_from_spec
 from sglang_mm_core.common import content_hash
 from sglang_mm_core.errors import LayoutError, MmRequestError, SpecError
-from sglang_mm_core.spec import pipeline_from_spec
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"
@@ -159,10 +158,10 @@ def test_layout_errors_through_the_pipeline():
 
 
 def test_zero_side_is_refused_by_the_kernel():
-    from sglang_mm_qwen_vl import QwenVL
+    from sglang_mm_qwen_vl import QwenVLFamily
 
     with pytest.raises(MmRequestError, match="zero side"):
-        QwenVL().process_item(np.zeros((0, 5, 3), dtype=np.uint8))
+        QwenVLFamily().process_item(np.zeros((0, 5, 3), dtype=np.uint8))
 
 
 @pytest.mark.parametrize(

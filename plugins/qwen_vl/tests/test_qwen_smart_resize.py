@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from sglang_mm_qwen_vl import Params, QwenVL, _native
+from sglang_mm_qwen_vl import QwenVLFamily, QwenVLParams, _native
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize as hf_smart
 
 from sglang_mm_core.errors import KernelArgumentError, MmRequestError
@@ -107,13 +107,13 @@ def test_zero_side_is_a_typed_error_naming_the_size():
     with pytest.raises(MmRequestError, match="0x480"):
         _native.smart_resize(480, 0, *Q2)
     with pytest.raises(MmRequestError, match="640x0"):
-        QwenVL(Params()).tokens_for_dimensions(640, 0)
+        QwenVLFamily(QwenVLParams()).tokens_for_dimensions(640, 0)
 
 
 def test_tokens_for_dimensions_counts_merged_patches():
-    fam = QwenVL(Params())
+    fam = QwenVLFamily(QwenVLParams())
     assert fam.tokens_for_dimensions(640, 480) == (476 // 14) * (644 // 14) // 4
-    q3 = QwenVL(Params(patch_size=16, min_pixels=65536, max_pixels=16777216))
+    q3 = QwenVLFamily(QwenVLParams(patch_size=16, min_pixels=65536, max_pixels=16777216))
     assert q3.tokens_for_dimensions(1920, 1080) == (1088 // 16) * (1920 // 16) // 4
-    sg = QwenVL(Params(smart_resize="sglang"))
+    sg = QwenVLFamily(QwenVLParams(smart_resize="sglang"))
     assert sg.tokens_for_dimensions(10, 1000) == (1008 // 14) * (28 // 14) // 4

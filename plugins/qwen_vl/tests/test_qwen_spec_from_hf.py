@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sglang_mm_qwen_vl import QWEN2_VL, QWEN3_5, QWEN3_VL, Params, QwenVL, spec_from_hf
+from sglang_mm_qwen_vl import QWEN2_VL, QWEN3_5, QWEN3_VL, QwenVLFamily, QwenVLParams, spec_from_hf
 
 from sglang_mm_core.errors import SpecError
 from sglang_mm_core.registry import Registry
@@ -183,9 +183,9 @@ def hf_processor(path: Path) -> Any:
 def test_published_shapes(tmp_path, model):
     pp, config, values = MODELS[model]
     d = model_dir(tmp_path, pp, config)
-    spec = QwenVL.spec_from_hf(d)
+    spec = QwenVLFamily.spec_from_hf(d)
     assert spec["family"] == "qwen_vl"
-    assert Params.model_validate(spec["params"]) == Params(**values)
+    assert QwenVLParams.model_validate(spec["params"]) == QwenVLParams(**values)
     # HF's own processor, reading the same directory, resolves the same values.
     hf = hf_processor(d)
     p = spec["params"]
@@ -199,20 +199,20 @@ def test_published_shapes(tmp_path, model):
     # the dict form gives the same spec, and the spec loads
     assert spec_from_hf(pp, config) == spec
     reg = Registry()
-    reg.register_family(QwenVL)
-    assert load_spec(spec, registry=reg).params == Params(**values)
+    reg.register_family(QwenVLFamily)
+    assert load_spec(spec, registry=reg).params == QwenVLParams(**values)
 
 
 def test_resample_choice(tmp_path):
     d = model_dir(tmp_path, QWEN2_VL_PP, QWEN2_VL_CONFIG)
-    assert QwenVL.spec_from_hf(d)["params"]["resample"] == "aten_u8"
-    assert QwenVL.spec_from_hf(d, resample="pil")["params"]["resample"] == "pil"
+    assert QwenVLFamily.spec_from_hf(d)["params"]["resample"] == "aten_u8"
+    assert QwenVLFamily.spec_from_hf(d, resample="pil")["params"]["resample"] == "pil"
 
 
 def test_top_level_pixels_win_over_size(tmp_path):
     pp = {**QWEN3_VL_PP, "min_pixels": 1024, "max_pixels": 2_000_000}
     d = model_dir(tmp_path, pp, QWEN3_VL_CONFIG)
-    p = QwenVL.spec_from_hf(d)["params"]
+    p = QwenVLFamily.spec_from_hf(d)["params"]
     assert (p["min_pixels"], p["max_pixels"]) == (1024, 2_000_000)
     hf = hf_processor(d)
     assert (hf.size["shortest_edge"], hf.size["longest_edge"]) == (1024, 2_000_000)
@@ -221,7 +221,7 @@ def test_top_level_pixels_win_over_size(tmp_path):
 def test_one_top_level_bound_mixes_with_size(tmp_path):
     pp = {**QWEN3_VL_PP, "max_pixels": 1_000_000}
     d = model_dir(tmp_path, pp, QWEN3_VL_CONFIG)
-    p = QwenVL.spec_from_hf(d)["params"]
+    p = QwenVLFamily.spec_from_hf(d)["params"]
     assert (p["min_pixels"], p["max_pixels"]) == (65536, 1_000_000)
     hf = hf_processor(d)
     assert (hf.size["shortest_edge"], hf.size["longest_edge"]) == (65536, 1_000_000)
@@ -229,7 +229,7 @@ def test_one_top_level_bound_mixes_with_size(tmp_path):
 
 def test_silent_file_takes_hf_class_defaults(tmp_path):
     d = model_dir(tmp_path, {"processor_class": "Qwen2VLProcessor"}, QWEN2_VL_CONFIG)
-    p = QwenVL.spec_from_hf(d)["params"]
+    p = QwenVLFamily.spec_from_hf(d)["params"]
     hf = hf_processor(d)
     assert (p["min_pixels"], p["max_pixels"]) == (hf.size["shortest_edge"], hf.size["longest_edge"])
     assert p["image_mean"] == list(hf.image_mean) and p["patch_size"] == hf.patch_size
@@ -281,13 +281,13 @@ def test_config_problems_are_refused():
 
 def test_directory_problems_are_refused(tmp_path):
     with pytest.raises(SpecError, match="not a model directory"):
-        QwenVL.spec_from_hf(tmp_path / "missing")
+        QwenVLFamily.spec_from_hf(tmp_path / "missing")
     (tmp_path / "config.json").write_text(json.dumps(QWEN2_VL_CONFIG))
     with pytest.raises(SpecError, match=r"preprocessor_config\.json not found"):
-        QwenVL.spec_from_hf(tmp_path)
+        QwenVLFamily.spec_from_hf(tmp_path)
     (tmp_path / "preprocessor_config.json").write_text("{not json")
     with pytest.raises(SpecError, match="cannot read"):
-        QwenVL.spec_from_hf(tmp_path)
+        QwenVLFamily.spec_from_hf(tmp_path)
 
 
 def test_cli_spec_from_hf(tmp_path, capsys):
@@ -296,7 +296,7 @@ def test_cli_spec_from_hf(tmp_path, capsys):
     d = model_dir(tmp_path, QWEN3_VL_PP, QWEN3_VL_CONFIG)
     assert main(["spec-from-hf", str(d), "--family", "qwen_vl"]) == 0
     spec = json.loads(capsys.readouterr().out)
-    assert spec == QwenVL.spec_from_hf(d)
+    assert spec == QwenVLFamily.spec_from_hf(d)
     assert main(["spec-from-hf", str(d)]) == 0  # found among every installed family
     assert json.loads(capsys.readouterr().out) == spec
     bad = model_dir(tmp_path / "bad", {**QWEN3_VL_PP, "do_resize": False}, QWEN3_VL_CONFIG)

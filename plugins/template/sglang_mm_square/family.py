@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import Field, model_validator
 
-import sglang_mm_core as mm
+from sglang_mm_core import plugin as mm
 
 from . import _native
 

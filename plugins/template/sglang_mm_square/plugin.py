@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sglang_mm_core as mm
+from sglang_mm_core import plugin as mm
 
 from .family import Square
 

@@ -3,7 +3,7 @@
 
 use mm_kernels::decode::{self, Alpha, DecodeOptions};
 use mm_kernels::resize::{self, PassOrder, Resample};
-use mm_kernels::{b64, dims, hash, Par};
+use mm_kernels::{b64, dims, hash, limits, Par};
 use mm_pyglue::{array_from_vec, bytes_snapshot, rgb_view, to_pyerr};
 use numpy::{PyArrayDyn, PyReadonlyArray3};
 use pyo3::prelude::*;
@@ -16,7 +16,7 @@ fn with_bytes<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> R) -> PyResult
 }
 
 #[pyfunction]
-#[pyo3(signature = (data, alpha="white", exif_orientation=true, max_pixels=decode::DEFAULT_MAX_PIXELS, max_side=decode::DEFAULT_MAX_SIDE))]
+#[pyo3(signature = (data, alpha="white", exif_orientation=true, max_pixels=limits::MAX_IMAGE_PIXELS, max_side=limits::MAX_IMAGE_SIDE))]
 fn image_decode_rgb<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
@@ -37,16 +37,29 @@ fn image_decode_rgb<'py>(
     array_from_vec(py, img.data, &[img.height, img.width, 3])
 }
 
+/// `(width, height)` of the upright image; with `max_pixels` or `max_side`, an image over
+/// them is refused by the same rule (and message) as a decode.
 #[pyfunction]
-#[pyo3(signature = (data, exif_orientation=true))]
+#[pyo3(signature = (data, exif_orientation=true, max_pixels=None, max_side=None))]
 fn image_dimensions(
     py: Python<'_>,
     data: &Bound<'_, PyAny>,
     exif_orientation: bool,
+    max_pixels: Option<u64>,
+    max_side: Option<u64>,
 ) -> PyResult<(u32, u32)> {
     // Header only, but a PNG probe walks every chunk (its EXIF may follow the pixel data).
     with_bytes(data, |bytes| {
-        py.detach(|| decode::image_dimensions(bytes, exif_orientation))
+        py.detach(|| {
+            let (w, h) = decode::image_dimensions(bytes, exif_orientation)?;
+            if max_pixels.is_some() || max_side.is_some() {
+                let format = decode::Format::detect(bytes)?.name();
+                let (max_pixels, max_side) =
+                    (max_pixels.unwrap_or(u64::MAX), max_side.unwrap_or(u64::MAX));
+                limits::check_size(format, w.into(), h.into(), max_pixels, max_side)?;
+            }
+            Ok((w, h))
+        })
     })?
     .map_err(|e| to_pyerr(py, e))
 }
@@ -130,6 +143,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(base64_decoded_len, m)?)?;
     m.add_function(wrap_pyfunction!(base64_decode, m)?)?;
     m.add_function(wrap_pyfunction!(parallel_enabled, m)?)?;
+    m.add("DEFAULT_MAX_PIXELS", limits::MAX_IMAGE_PIXELS)?;
+    m.add("DEFAULT_MAX_SIDE", limits::MAX_IMAGE_SIDE)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -12,9 +12,11 @@ pub mod error;
 pub mod feed;
 pub mod hash;
 pub mod image;
+pub mod limits;
 pub mod par;
 pub mod resize;
 
 pub use error::{KernelError, Result};
 pub use image::{RgbImage, RgbView};
+pub use limits::{MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE};
 pub use par::Par;

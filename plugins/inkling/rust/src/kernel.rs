@@ -10,7 +10,7 @@ use crate::patchify::{patchify, Patches};
 
 /// Most pixels a rescaled image may have (Pillow's bomb threshold, as for decoded images), so a
 /// huge `rescale_frac` is refused before the resize allocates.
-pub const MAX_RESCALED_PIXELS: u64 = decode::DEFAULT_MAX_PIXELS;
+pub const MAX_RESCALED_PIXELS: u64 = mm_kernels::MAX_IMAGE_PIXELS;
 
 /// Validated arguments of one call: the patch size and the rescale rule.
 #[derive(Clone, Copy, Debug, PartialEq)]

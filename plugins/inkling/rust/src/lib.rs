@@ -25,13 +25,18 @@ fn tables() -> &'static Tables {
     TABLES.get_or_init(lut::tables)
 }
 
-/// Pool size when the caller does not say: `$SGL_MM_THREADS`, else `min(8, cores)`, as the
+/// The core's thread variable (`sglang_mm_core._env.THREADS_ENV`). Its deprecated spelling
+/// `SGL_MM_THREADS` is copied to it when `sglang_mm_core` is imported, which this package does
+/// before its kernel is reachable.
+const THREADS_ENV: &str = "SGLANG_MM_THREADS";
+
+/// Pool size when the caller does not say: `$SGLANG_MM_THREADS`, else `min(8, cores)`, as the
 /// core's driver resolves it.
 fn default_threads() -> Result<usize, KernelError> {
-    match std::env::var("SGL_MM_THREADS") {
+    match std::env::var(THREADS_ENV) {
         Ok(raw) if !raw.trim().is_empty() => raw.trim().parse().map_err(|_| {
             KernelError::InvalidArgument(format!(
-                "SGL_MM_THREADS must be a non-negative integer, got {raw:?}"
+                "{THREADS_ENV} must be a non-negative integer, got {raw:?}"
             ))
         }),
         _ => Ok(std::thread::available_parallelism()

@@ -10,7 +10,7 @@ use crate::lut::{Tables, PAD};
 /// Most padded grid pixels (`nph * ps * npw * ps`) one image may produce: twice Pillow's bomb
 /// threshold, so the largest decodable image still fits while a giant `patch_size` is refused
 /// before anything is allocated.
-pub const MAX_GRID_PIXELS: u64 = 2 * mm_kernels::decode::DEFAULT_MAX_PIXELS;
+pub const MAX_GRID_PIXELS: u64 = 2 * mm_kernels::MAX_IMAGE_PIXELS;
 
 /// The patch grid of an `h x w` image: `ceil(h / ps)` rows and `floor(w / ps) + 1` columns
 /// (the model always sees one more column than `w / ps`, a full pad column when `ps` divides

@@ -146,17 +146,10 @@ fn smart_resize(
     smart::smart_resize(height, width, &bounds).map_err(|e| to_pyerr(py, e))
 }
 
-/// Whether this build can spawn kernel threads (the `parallel` feature of mm-kernels).
-#[pyfunction]
-fn parallel_enabled() -> bool {
-    Par::new(2).threads() > 1
-}
-
 #[pymodule(name = "_native")]
 fn sglang_mm_qwen_vl_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Processor>()?;
     m.add_function(wrap_pyfunction!(smart_resize, m)?)?;
-    m.add_function(wrap_pyfunction!(parallel_enabled, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

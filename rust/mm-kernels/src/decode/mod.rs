@@ -45,10 +45,10 @@ impl Alpha {
     }
 }
 
-/// Pillow's decompression-bomb error threshold (2 * 89,478,485 pixels).
-pub const DEFAULT_MAX_PIXELS: u64 = 178_956_970;
-/// Largest side accepted by default (JPEG's own maximum is 65,500).
-pub const DEFAULT_MAX_SIDE: u32 = 65_535;
+/// Pillow's decompression-bomb error threshold ([`crate::limits::MAX_IMAGE_PIXELS`]).
+pub const DEFAULT_MAX_PIXELS: u64 = crate::limits::MAX_IMAGE_PIXELS;
+/// Largest side accepted by default ([`crate::limits::MAX_IMAGE_SIDE`]).
+pub const DEFAULT_MAX_SIDE: u32 = crate::limits::MAX_IMAGE_SIDE;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DecodeOptions {

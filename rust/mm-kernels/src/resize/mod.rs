@@ -3,22 +3,25 @@
 //!
 //! A resize is planned once per (input size, output size, resampler, pass order) — coefficient
 //! tables and pass order — and then run; [`ResizePlan`] lets a caller reuse one plan across many
-//! images of the same size. The passes themselves live in [`passes`] and fan out by output rows
-//! through the `par` seam.
+//! images of the same size; [`ResizePlan::run_rows`] drives it band by band for a caller that
+//! streams its rows. The coefficient tables (`coeffs`) and the passes (`passes`, which fan out
+//! by output rows through the `par` seam) are private: the public surface is [`Resample`],
+//! [`PassOrder`], [`ResizePlan`], [`RowScratch`], [`resize_rgb`] and the caps.
 
-pub mod coeffs;
-pub mod passes;
+mod coeffs;
+mod passes;
 
 use crate::error::{KernelError, Result};
 use crate::image::{RgbImage, RgbView};
+use crate::limits::{MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE};
 use crate::par::Par;
-pub use coeffs::{AxisCoeffs, Filter, Precision};
+use coeffs::{AxisCoeffs, Filter};
 use passes::{Kernel, Region};
 
 /// Largest output (and intermediate) image, in pixels: Pillow's decompression-bomb threshold.
-pub const MAX_RESIZE_PIXELS: u64 = 178_956_970;
+pub const MAX_RESIZE_PIXELS: u64 = MAX_IMAGE_PIXELS;
 /// Largest output side.
-pub const MAX_RESIZE_SIDE: usize = 65_535;
+pub const MAX_RESIZE_SIDE: usize = MAX_IMAGE_SIDE as usize;
 
 /// Which reference the resampler reproduces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,7 +54,7 @@ impl Resample {
     }
 
     /// The coefficient table of one axis for this resampler.
-    pub fn axis(self, in_size: usize, out_size: usize) -> Result<AxisCoeffs> {
+    pub(crate) fn axis(self, in_size: usize, out_size: usize) -> Result<AxisCoeffs> {
         match self {
             Self::PilLanczos => AxisCoeffs::pil(Filter::PilLanczos, in_size, out_size),
             Self::PilBicubic => AxisCoeffs::pil(Filter::PilBicubic, in_size, out_size),
