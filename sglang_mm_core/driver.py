@@ -312,11 +312,15 @@ class Pipeline:
         for k, (data, kind) in enumerate(items):
             try:
                 w, h = _native.image_dimensions(data, exif_orientation=exif)
-                if w * h > limits.max_image_pixels or max(w, h) > limits.max_image_side:
+                over = _over_image_limits(w, h, limits.max_image_pixels, limits.max_image_side)
+                if over is not None:
                     raise LimitError(
                         f"image is {w}x{h}, over limits.max_image_pixels = "
                         f"{limits.max_image_pixels} or limits.max_image_side = "
-                        f"{limits.max_image_side}"
+                        f"{limits.max_image_side}",
+                        limit=over[0],
+                        limit_value=over[1],
+                        value=over[2],
                     )
                 per_item.append(self._call(self.family.tokens_for_dimensions, w, h))
                 prompt.append(self._call(self.family.prompt_tokens_for_dimensions, w, h))
@@ -353,7 +357,12 @@ class Pipeline:
             )
         max_items = self.spec.spec.limits.max_items
         if n > max_items:
-            raise LimitError(f"request has {n} image(s), over limits.max_items = {max_items}")
+            raise LimitError(
+                f"request has {n} image(s), over limits.max_items = {max_items}",
+                limit="max_items",
+                limit_value=max_items,
+                value=n,
+            )
         return ids
 
     def _fetch(self, request: MmInput) -> list[tuple[bytes | bytearray | memoryview, str]]:
@@ -428,6 +437,18 @@ class Pipeline:
             spec_fingerprint=self.spec_fingerprint,
             rid=request.rid,
         )
+
+
+def _over_image_limits(
+    w: int, h: int, max_pixels: int, max_side: int
+) -> tuple[str, int, int] | None:
+    """``(limit, its value, the image's value)`` of the first image limit exceeded, in the
+    kernels' order (side, then pixels), or None."""
+    if max(w, h) > max_side:
+        return "max_image_side", max_side, max(w, h)
+    if w * h > max_pixels:
+        return "max_image_pixels", max_pixels, w * h
+    return None
 
 
 def _check_positions(fam: Family, positions: object, length: int) -> None:

@@ -15,6 +15,6 @@ pub mod image;
 pub mod par;
 pub mod resize;
 
-pub use error::{KernelError, Result};
+pub use error::{KernelError, Result, Unsupported};
 pub use image::{RgbImage, RgbView};
 pub use par::Par;

@@ -20,18 +20,28 @@ pub(crate) fn check(format: Format, width: u64, height: u64, opts: &DecodeOption
     non_empty(format, width, height)?;
     let side = u64::from(opts.max_side);
     if width > side || height > side {
-        return Err(KernelError::Limit(format!(
-            "{} image of {width}x{height} pixels has a side over the limit of {side} pixels",
-            format.name()
-        )));
+        return Err(KernelError::LimitExceeded {
+            limit: "max_image_side",
+            max: side,
+            value: width.max(height),
+            message: format!(
+                "{} image of {width}x{height} pixels has a side over the limit of {side} pixels",
+                format.name()
+            ),
+        });
     }
     let pixels = width.saturating_mul(height);
     if pixels > opts.max_pixels {
-        return Err(KernelError::Limit(format!(
-            "{} image of {width}x{height} = {pixels} pixels exceeds the limit of {} pixels",
-            format.name(),
-            opts.max_pixels
-        )));
+        return Err(KernelError::LimitExceeded {
+            limit: "max_image_pixels",
+            max: opts.max_pixels,
+            value: pixels,
+            message: format!(
+                "{} image of {width}x{height} = {pixels} pixels exceeds the limit of {} pixels",
+                format.name(),
+                opts.max_pixels
+            ),
+        });
     }
     Ok(())
 }
@@ -76,7 +86,15 @@ mod tests {
     fn limits_name_the_dimensions_and_the_limit() {
         let err = check(Format::Png, 20000, 20000, &DecodeOptions::default()).unwrap_err();
         let msg = err.to_string();
-        assert!(matches!(err, KernelError::Limit(_)));
+        assert!(matches!(
+            err,
+            KernelError::LimitExceeded {
+                limit: "max_image_pixels",
+                max: 178956970,
+                value: 400000000,
+                ..
+            }
+        ));
         assert!(
             msg.contains("20000x20000") && msg.contains("178956970"),
             "{msg}"
@@ -84,6 +102,15 @@ mod tests {
 
         let err = check(Format::Jpeg, 70000, 1, &DecodeOptions::default()).unwrap_err();
         assert!(err.to_string().contains("70000x1") && err.to_string().contains("65535"));
+        assert!(matches!(
+            err,
+            KernelError::LimitExceeded {
+                limit: "max_image_side",
+                max: 65535,
+                value: 70000,
+                ..
+            }
+        ));
 
         assert!(check(Format::Gif, 100, 100, &opts(10_000, 100)).is_ok());
         assert!(check(Format::Gif, 101, 100, &opts(1 << 40, 100)).is_err());
