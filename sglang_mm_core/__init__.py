@@ -17,6 +17,7 @@ from ._native import __version__ as _native_version
 from .carriers import Geometry, MmInput, MmItem, MmOutput, ProcessedItem, Tensor, TokenCount
 from .driver import Pipeline
 from .errors import (
+    CodecError,
     DecodeError,
     FetchError,
     KernelArgumentError,
@@ -39,6 +40,7 @@ from .layout import (
     layout_by_placeholder,
     layout_by_placeholder_patterns,
 )
+from .outputs import load_output, save_output
 from .positions import MRope, Rope1D, mrope_positions
 from .registry import Registry, default_registry, hookimpl, register_family, unregister
 from .spec import (
@@ -58,6 +60,7 @@ except PackageNotFoundError:  # running from a source tree without install metad
     __version__ = _native_version
 
 __all__ = [
+    "CodecError",
     "DecodeDefaults",
     "DecodeError",
     "DecodeOptions",
@@ -98,10 +101,12 @@ __all__ = [
     "hookimpl",
     "layout_by_placeholder",
     "layout_by_placeholder_patterns",
+    "load_output",
     "load_spec",
     "mrope_positions",
     "pipeline_from_spec",
     "register_family",
+    "save_output",
     "spec_json_schema",
     "unregister",
 ]
