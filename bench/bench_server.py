@@ -250,8 +250,10 @@ def bench_throughput(
         pipe.close()
 
 
-def bench_multi(spec: dict[str, Any], images: list[bytes], rounds: int, per_image: int = 4) -> None:
-    """Requests of ``per_image`` images each from 2 clients to a 2-worker server."""
+def bench_multi(
+    spec: dict[str, Any], images: list[bytes], rounds: int, per_image: int = 4, clients: int = 2
+) -> None:
+    """Requests of ``per_image`` images each from ``clients`` clients to a 2-worker server."""
     pipe = pipeline_from_spec(spec)
     prompt = list(pipe.family.example_prompt(per_image))
     pipe.close()
@@ -261,15 +263,15 @@ def bench_multi(spec: dict[str, Any], images: list[bytes], rounds: int, per_imag
     ]
     srv = ServerProcess(spec, workers=2)
     try:
-        run_clients(srv.url, reqs[:2], 2)  # warm-up
+        run_clients(srv.url, reqs[:2], clients)  # warm-up
         rates = []
         for _ in range(rounds):
-            wall, _ = run_clients(srv.url, reqs, 2)
+            wall, _ = run_clients(srv.url, reqs, clients)
             rates.append(len(reqs) * per_image / wall)
     finally:
         srv.stop()
     print(
-        f"multi-image {per_image} x 1080p JPEG per request, 2 workers, 2 clients: "
+        f"multi-image {per_image} x 1080p JPEG per request, 2 workers, {clients} client(s): "
         f"median {statistics.median(rates):6.2f} images/s  (rounds {[round(r, 2) for r in rates]})"
     )
 
@@ -337,6 +339,7 @@ def main() -> None:
         help="also run with params.max_pixels set to this (0: skip)",
     )
     ap.add_argument("--multi-only", action="store_true", help="only the multi-image bench")
+    ap.add_argument("--clients", type=int, default=2, help="clients of the multi-image bench")
     args = ap.parse_args()
     spec = json.loads(Path(args.spec).read_text())
     print(f"sglang-mm server benchmark: spec {args.spec}, {os.cpu_count()} cores")
@@ -347,7 +350,7 @@ def main() -> None:
         "params": {**spec["params"], "max_pixels": args.budget_pixels or BUDGET_PIXELS},
     }
     if args.multi_only:
-        bench_multi(budget, images, rounds)
+        bench_multi(budget, images, rounds, clients=args.clients)
         return
     print(f"\n== the spec as given (max_pixels {spec['params'].get('max_pixels')})")
     bench_throughput(spec, images, rounds, per_round)
