@@ -3,14 +3,16 @@
 1. images/s through the standalone server (a `sglang-mm serve` process, 2 workers) vs the
    in-process `Pipeline.process_batch`, on the same 1080p JPEGs (target: overhead <= 15%);
 2. p50 / p99 latency at 1, 4 and 16 concurrent clients;
-3. `drain` of 256 parked requests of 4k ids each in embedded mode, in arrival and in completion
+3. images/s of multi-image requests (4 JPEGs of 1080p each, 2 workers, 2 clients), where the
+   workers' items share the pipeline's one pool;
+4. `drain` of 256 parked requests of 4k ids each in embedded mode, in arrival and in completion
    order (target: < 1 ms host time).
 
 Clients run in this process, the server in its own, on the same machine: the answer of a 1080p
 Qwen2-VL image is ~50 MB of float32 patches, so the transfer is part of what is measured.
 Rounds of the two sides alternate, and medians are reported, so a noisy neighbour hurts both.
 
-    python bench/bench_server.py [--spec examples/qwen2_vl/spec.json] [--quick]
+    python bench/bench_server.py [--spec examples/qwen2_vl/spec.json] [--quick] [--multi-only]
 """
 
 from __future__ import annotations
@@ -248,6 +250,32 @@ def bench_throughput(
         pipe.close()
 
 
+def bench_multi(
+    spec: dict[str, Any], images: list[bytes], rounds: int, per_image: int = 4, clients: int = 2
+) -> None:
+    """Requests of ``per_image`` images each from ``clients`` clients to a 2-worker server."""
+    pipe = pipeline_from_spec(spec)
+    prompt = list(pipe.family.example_prompt(per_image))
+    pipe.close()
+    reqs = [
+        MmInput(input_ids=prompt, images=[images[(k + j) % len(images)] for j in range(per_image)])
+        for k in range(8)
+    ]
+    srv = ServerProcess(spec, workers=2)
+    try:
+        run_clients(srv.url, reqs[:2], clients)  # warm-up
+        rates = []
+        for _ in range(rounds):
+            wall, _ = run_clients(srv.url, reqs, clients)
+            rates.append(len(reqs) * per_image / wall)
+    finally:
+        srv.stop()
+    print(
+        f"multi-image {per_image} x 1080p JPEG per request, 2 workers, {clients} client(s): "
+        f"median {statistics.median(rates):6.2f} images/s  (rounds {[round(r, 2) for r in rates]})"
+    )
+
+
 def _read_status(sock: socket.socket) -> int:
     buf = b""
     while b"\r\n" not in buf:
@@ -310,17 +338,27 @@ def main() -> None:
         default=BUDGET_PIXELS,
         help="also run with params.max_pixels set to this (0: skip)",
     )
+    ap.add_argument("--multi-only", action="store_true", help="only the multi-image bench")
+    ap.add_argument("--clients", type=int, default=2, help="clients of the multi-image bench")
     args = ap.parse_args()
     spec = json.loads(Path(args.spec).read_text())
     print(f"sglang-mm server benchmark: spec {args.spec}, {os.cpu_count()} cores")
     images = jpegs_1080p(8)
     rounds, per_round = (2, 16) if args.quick else (3, 24)
+    budget = {
+        **spec,
+        "params": {**spec["params"], "max_pixels": args.budget_pixels or BUDGET_PIXELS},
+    }
+    if args.multi_only:
+        bench_multi(budget, images, rounds, clients=args.clients)
+        return
     print(f"\n== the spec as given (max_pixels {spec['params'].get('max_pixels')})")
     bench_throughput(spec, images, rounds, per_round)
     if args.budget_pixels:
-        budget = {**spec, "params": {**spec["params"], "max_pixels": args.budget_pixels}}
         print(f"\n== the same with a serving pixel budget (max_pixels {args.budget_pixels})")
         bench_throughput(budget, images, rounds, per_round)
+    print(f"\n== multi-image requests (max_pixels {budget['params']['max_pixels']})")
+    bench_multi(budget, images, rounds)
     print()
     for order in ("arrival", "completion"):
         bench_drain(spec, rounds=3 if args.quick else 10, order=order)

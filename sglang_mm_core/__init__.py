@@ -39,6 +39,7 @@ from ._native import __version__ as _native_version
 from ._positions import MRope, Rope1D, mrope_positions
 from .driver import Pipeline, pipeline_from_spec
 from .errors import (
+    CodecError,
     DecodeError,
     FetchError,
     KernelArgumentError,
@@ -50,6 +51,7 @@ from .errors import (
     SpecError,
     UnsupportedModalityError,
 )
+from .outputs import load_output, save_output
 from .registry import (
     Registry,
     default_registry,
@@ -76,6 +78,7 @@ except PackageNotFoundError:  # running from a source tree without install metad
     __version__ = _native_version
 
 __all__ = [
+    "CodecError",
     "DecodeDefaults",
     "DecodeError",
     "DecodeOptions",
@@ -116,10 +119,12 @@ __all__ = [
     "hookimpl",
     "layout_by_placeholder",
     "layout_by_placeholder_patterns",
+    "load_output",
     "load_spec",
     "mrope_positions",
     "pipeline_from_spec",
     "register_family",
+    "save_output",
     "spec_json_schema",
     "unregister",
 ]

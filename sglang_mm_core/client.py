@@ -8,7 +8,8 @@
 Image bytes are sent as ``data:`` URLs; string sources (URLs, paths) are sent as they are and
 fetched by the server under its policy. A 4xx answer raises the error class it names
 (`FetchError`, `LimitError` ...) when that is one of ours, else `ServerError`; the HTTP status
-is on the exception as ``status``."""
+is on the exception as ``status``, and the error's structured fields (a limit's name and
+values, a detected format) as its attributes."""
 
 from __future__ import annotations
 
@@ -43,8 +44,8 @@ class ServerError(MmError):
         item: int | None = None,
         retry_after: float | None = None,
     ) -> None:
-        super().__init__(message, item=item)
-        self.status = status
+        super().__init__(message, item=item, status=status)
+        self.status: int = status
         self.error_type = error_type
         self.retry_after = retry_after
 
@@ -70,26 +71,25 @@ def request_body(request: MmInput | Mapping[str, Any]) -> bytes:
 
 def error_from(status: int, body: bytes, headers: Mapping[str, str]) -> MmError:
     """The exception an error answer stands for."""
+    fields: dict[str, Any] = {}
     try:
         err = json.loads(body)["error"]
         kind, message, item = str(err["type"]), str(err["message"]), err.get("item")
+        fields = dict(err.get("fields") or {})
     except (ValueError, KeyError, TypeError):
         kind, message, item = "HTTPError", body[:200].decode("utf-8", "replace"), None
     cls = getattr(_errors, kind, None)
-    exc: MmError
     if isinstance(cls, type) and issubclass(cls, MmRequestError):
-        exc = cls(message, item=item)
-    else:
-        retry = next((v for k, v in headers.items() if k.lower() == "retry-after"), None)
-        exc = ServerError(
-            f"{status} {kind}: {message}",
-            status=status,
-            error_type=kind,
-            item=item,
-            retry_after=float(retry) if retry and retry.replace(".", "", 1).isdigit() else None,
-        )
-    setattr(exc, "status", status)  # noqa: B010  (our request errors carry no status)
-    return exc
+        known = {k: v for k, v in fields.items() if k in cls.field_names}
+        return cls(message, item=item, status=status, **known)
+    retry = next((v for k, v in headers.items() if k.lower() == "retry-after"), None)
+    return ServerError(
+        f"{status} {kind}: {message}",
+        status=status,
+        error_type=kind,
+        item=item,
+        retry_after=float(retry) if retry and retry.replace(".", "", 1).isdigit() else None,
+    )
 
 
 def decode_output(body: bytes | memoryview, fmt: str) -> MmOutput:

@@ -45,21 +45,44 @@ R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
 
 
-def resolve_threads(spec_threads: int | None) -> int:
-    """Pool size: the spec's ``threads``, else ``$SGLANG_MM_THREADS``, else ``min(8, cores)``;
-    0 means inline on the calling thread."""
+def available_cores() -> int:
+    """The cores this process may run on: its affinity set where the platform has one (a
+    container or ``taskset`` narrows it), else ``os.cpu_count()``. The one core count of
+    the product: the driver, the server and the plugins all ask here."""
+    getaff = getattr(os, "sched_getaffinity", None)
+    if getaff is not None:
+        try:
+            return max(1, len(getaff(0)))
+        except OSError:
+            pass
+    return max(1, os.cpu_count() or 1)
+
+
+def env_threads() -> int | None:
+    """``$SGLANG_MM_THREADS`` as a pool size, or None when unset or blank; anything but a
+    non-negative integer is a `SpecError` naming the value."""
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise SpecError(f"{THREADS_ENV} must be a non-negative integer, got {raw!r}")
+    return value
+
+
+def resolve_threads(spec_threads: int | None, *, cores: int | None = None) -> int:
+    """Pool size: the spec's ``threads``, else ``$SGLANG_MM_THREADS``, else ``min(8, cores)``
+    (``cores`` defaults to `available_cores`); 0 means inline on the calling thread. The one
+    place a pool size is decided."""
     if spec_threads is not None:
         return spec_threads
-    raw = os.environ.get(THREADS_ENV, "").strip()
-    if raw:
-        try:
-            value = int(raw)
-        except ValueError:
-            value = -1
-        if value < 0:
-            raise SpecError(f"{THREADS_ENV} must be a non-negative integer, got {raw!r}")
-        return value
-    return min(MAX_DEFAULT_THREADS, os.cpu_count() or 1)
+    env = env_threads()
+    if env is not None:
+        return env
+    return min(MAX_DEFAULT_THREADS, available_cores() if cores is None else max(1, cores))
 
 
 class _Handle(Protocol[R_co]):
@@ -84,12 +107,20 @@ class _Inline(Generic[T, R]):
 
 class Par:
     """The one fan-out seam: how many threads, and the pool that runs them. Order-preserving
-    maps only (never reductions), so every pool size gives bit-identical output."""
+    maps only (never reductions), so every pool size gives bit-identical output.
 
-    def __init__(self, threads: int) -> None:
+    ``request_threads`` is what one call of `Pipeline.process_batch` may spend on kernel row
+    bands (default: the whole pool). A server whose workers share one pipeline sets it to
+    each worker's share, so that concurrent requests do not each claim every core, while
+    their items still spread over the whole pool."""
+
+    def __init__(self, threads: int, request_threads: int | None = None) -> None:
         if threads < 0:
             raise ValueError(f"threads must be >= 0, got {threads}")
+        if request_threads is not None and request_threads < 1:
+            raise ValueError(f"request_threads must be >= 1, got {request_threads}")
         self.threads = threads
+        self.request_threads = threads if request_threads is None else request_threads
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -97,9 +128,10 @@ class Par:
     def kernel_threads(self, n_items: int) -> int:
         """The row-parallel budget of one ``process_item`` call: spare threads go to the items
         when a request has fewer items than the pool, so one big image still uses the cores."""
-        if self.threads <= 1 or n_items >= self.threads:
+        budget = min(self.threads, self.request_threads)
+        if budget <= 1 or n_items >= budget:
             return 1
-        return max(1, self.threads // max(1, n_items))
+        return max(1, budget // max(1, n_items))
 
     def _executor(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -177,12 +209,13 @@ def pipeline_from_spec(
 
 class Pipeline:
     """A validated spec bound to its family and a thread pool; built by `pipeline_from_spec`.
-    Safe to share between threads. Close it (or use it as a context manager) to stop the pool."""
+    Safe to share between threads. Close it (or use it as a context manager) to stop the pool.
+    ``request_threads``: see `Par` (the server passes each worker's share)."""
 
-    def __init__(self, spec: ResolvedSpec) -> None:
+    def __init__(self, spec: ResolvedSpec, *, request_threads: int | None = None) -> None:
         self.spec = spec
         self.spec_fingerprint = spec.fingerprint
-        self.par = Par(resolve_threads(spec.spec.threads))
+        self.par = Par(resolve_threads(spec.spec.threads), request_threads)
         try:
             self.family: Family = spec.family(spec.params)
         except MmError:
@@ -331,7 +364,12 @@ class Pipeline:
             )
         max_items = self.spec.spec.limits.max_items
         if n > max_items:
-            raise LimitError(f"request has {n} image(s), over limits.max_items = {max_items}")
+            raise LimitError(
+                f"request has {n} image(s), over limits.max_items = {max_items}",
+                limit="max_items",
+                limit_value=max_items,
+                value=n,
+            )
         return ids
 
     def _fetch(self, request: MmInput) -> list[tuple[bytes | bytearray | memoryview, str]]:
@@ -408,6 +446,18 @@ class Pipeline:
         )
 
 
+def _over_image_limits(
+    w: int, h: int, max_pixels: int, max_side: int
+) -> tuple[str, int, int] | None:
+    """``(limit, its value, the image's value)`` of the first image limit exceeded, in the
+    kernels' order (side, then pixels), or None."""
+    if max(w, h) > max_side:
+        return "max_image_side", max_side, max(w, h)
+    if w * h > max_pixels:
+        return "max_image_pixels", max_pixels, w * h
+    return None
+
+
 def _check_positions(fam: Family, positions: object, length: int) -> None:
     if isinstance(positions, Rope1D):
         ok = positions.length == length
@@ -425,4 +475,12 @@ def _check_positions(fam: Family, positions: object, length: int) -> None:
         )
 
 
-__all__ = ["THREADS_ENV", "Par", "Pipeline", "pipeline_from_spec", "resolve_threads"]
+__all__ = [
+    "THREADS_ENV",
+    "Par",
+    "Pipeline",
+    "available_cores",
+    "env_threads",
+    "pipeline_from_spec",
+    "resolve_threads",
+]

@@ -1,27 +1,56 @@
 """One exception hierarchy for the whole product, so a server can map any failure to a status
-with a single ``except`` per class, and every message says which item and which rule."""
+with a single ``except`` per class, and every message says which item and which rule.
+
+Besides the message, errors carry what a program needs without parsing it: ``item`` and
+``source_kind`` (which request item), ``status`` (the HTTP status, when the error was rebuilt
+from a server answer), and per class the structured fields of `fields` (``LimitError``: the
+limit's name, its value and the offending value; ``DecodeError``: the detected format)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class MmError(Exception):
     """Root of every error sglang-mm raises on purpose."""
 
-    def __init__(self, message: str, *, item: int | None = None, source_kind: str | None = None):
+    #: The names of the class's structured fields (keyword arguments and attributes).
+    field_names: tuple[str, ...] = ()
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        item: int | None = None,
+        source_kind: str | None = None,
+        status: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.item = item
         self.source_kind = source_kind
+        self.status = status
 
     def __str__(self) -> str:
         return self.message
 
+    @property
+    def fields(self) -> dict[str, Any]:
+        """The structured fields that are set (a server sends them in its error body)."""
+        values = {name: getattr(self, name, None) for name in self.field_names}
+        return {k: v for k, v in values.items() if v is not None}
+
     def at_item(self, item: int, source_kind: str | None = None) -> MmError:
-        """The same error, attributed to request item ``item`` (message prefixed once)."""
+        """The same error, attributed to request item ``item`` (message prefixed once); every
+        other attribute (structured fields, status) is kept."""
         kind = source_kind or self.source_kind
         where = f"image {item}" + (f" ({kind})" if kind else "")
         message = self.message if self.item is not None else f"{where}: {self.message}"
-        return type(self)(message, item=item, source_kind=kind)
+        out = type(self).__new__(type(self), message)
+        out.__dict__.update(self.__dict__)
+        Exception.__init__(out, message)
+        out.message, out.item, out.source_kind = message, item, kind
+        return out
 
 
 class SpecError(MmError):
@@ -41,11 +70,49 @@ class FetchError(MmRequestError):
 
 
 class DecodeError(MmRequestError):
-    """The bytes are not a decodable image of a supported format."""
+    """The bytes are not a decodable image of a supported format.
+
+    ``format``: the format detected from the magic bytes (``"PNG"``; for a format we do not
+    decode, its name, e.g. ``"TIFF"``), None when nothing was recognised. ``unsupported``:
+    True when the format is not one we decode (else the data was broken)."""
+
+    field_names = ("format", "unsupported")
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        format: str | None = None,
+        unsupported: bool | None = None,
+        **kw: Any,
+    ) -> None:
+        super().__init__(message, **kw)
+        self.format = format
+        self.unsupported = unsupported
 
 
 class LimitError(MmRequestError):
-    """A request, stream or image limit was exceeded (the limit is named)."""
+    """A request, stream or image limit was exceeded (the limit is named).
+
+    ``limit``: the limit's name as the spec writes it (``"max_image_pixels"``), ``limit_value``
+    its value, ``value`` the offending value; None where a limit has no name (an internal
+    allocation cap)."""
+
+    field_names = ("limit", "limit_value", "value")
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        limit: str | None = None,
+        limit_value: int | None = None,
+        value: int | None = None,
+        **kw: Any,
+    ) -> None:
+        super().__init__(message, **kw)
+        self.limit = limit
+        self.limit_value = limit_value
+        self.value = value
 
 
 class LayoutError(MmRequestError):
@@ -60,7 +127,12 @@ class KernelArgumentError(MmRequestError, ValueError):
     """A kernel was called with an argument out of its domain (shape, size, option)."""
 
 
+class CodecError(MmError, ValueError):
+    """Bytes that are not a well-formed sglang-mm output (a server answer or an output file)."""
+
+
 __all__ = [
+    "CodecError",
     "DecodeError",
     "FetchError",
     "KernelArgumentError",

@@ -16,6 +16,8 @@ for one release, then removed.
   `layout_by_placeholder_patterns`; `apply_layout` is what the driver does with it;
 - what ``positions`` returns: `Rope1D`, or `MRope` from `mrope_positions`;
 - the entry point hook marker `hookimpl`;
+- the one thread decision, for a family's own direct API: `resolve_threads` (the pool size
+  the driver would use) and `available_cores`;
 - the errors a family raises: `MmRequestError` and its `KernelArgumentError`, `LayoutError`,
   `LimitError`, `DecodeError`; `SpecError` from ``spec_from_hf``; `MmError` is their root;
 - shared helpers: `as_rgb` (the RGB uint8 check), `CLIP_MEAN` / `CLIP_STD`,
@@ -61,6 +63,7 @@ from .common import (
     IMAGENET_STANDARD_STD,
     as_rgb,
 )
+from .driver import available_cores, resolve_threads
 from .errors import (
     DecodeError,
     KernelArgumentError,
@@ -107,6 +110,7 @@ __all__ = [
     "TokenLayout",
     "apply_layout",
     "as_rgb",
+    "available_cores",
     "deprecated_aliases",
     "hf_configs",
     "hookimpl",
@@ -115,4 +119,5 @@ __all__ = [
     "load_model_dir",
     "mrope_positions",
     "read_json_object",
+    "resolve_threads",
 ]

@@ -1,4 +1,5 @@
-"""Request files of the CLI and the demo, and saving outputs as safetensors or npz.
+"""Request files of the CLI and the demo, and the CLI's output files (written in the one layout
+of `sglang_mm_core.outputs`, whose `save_output` and `output_arrays` are re-exported here).
 
 A request file is JSON ``{"input_ids": [...], "images": ["path, URL or base64", ...]}`` (an
 optional ``"rid"``), a JSON list of such objects, or JSONL with one per line. Image paths may be
@@ -12,13 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._carriers import MmInput, MmOutput
 from ._positions import MRope
 from .errors import MmRequestError
+from .outputs import output_arrays, save_output
 from .spec import format_validation_error
 
 _REMOTE_PREFIXES = ("http://", "https://", "file://", "data:", "/")
@@ -106,55 +106,6 @@ def _parse_each(obj: Any, where: str, base: Path) -> MmInput | MmRequestError:
         return _parse(obj, where, base)
     except MmRequestError as e:
         return e
-
-
-def output_arrays(out: MmOutput) -> tuple[dict[str, npt.NDArray[Any]], dict[str, str]]:
-    """The tensors (``input_ids``, ``positions`` for MRoPE, ``items.{i}.feature``,
-    ``items.{i}.{aux}``) and string metadata (family, spec_fingerprint, offsets, hashes,
-    mrope_delta, dtype tags) of one output."""
-    tensors: dict[str, npt.NDArray[Any]] = {"input_ids": out.input_ids}
-    dtypes: dict[str, str] = {}
-    if isinstance(out.positions, MRope):
-        tensors["positions"] = out.positions.positions
-    for i, item in enumerate(out.items):
-        for key, t in [("feature", item.feature), *sorted(item.aux.items())]:
-            name = f"items.{i}.{key}"
-            tensors[name] = np.ascontiguousarray(t.array)
-            dtypes[name] = t.dtype
-    meta = {
-        "family": out.family,
-        "spec_fingerprint": out.spec_fingerprint,
-        "offsets": json.dumps([list(o) for o in out.offsets]),
-        "hashes": json.dumps(out.hashes),
-        "positions": type(out.positions).__name__,
-        "dtypes": json.dumps(dtypes),
-    }
-    if isinstance(out.positions, MRope):
-        meta["mrope_delta"] = str(out.positions.delta)
-    if out.rid is not None:
-        meta["rid"] = out.rid
-    return tensors, meta
-
-
-def save_output(out: MmOutput, path: str | Path) -> None:
-    """Write one output as ``.safetensors`` or ``.npz`` (by extension). bfloat16 tensors are
-    stored as their uint16 bits; the ``dtypes`` metadata entry keeps the tags."""
-    path = Path(path)
-    tensors, meta = output_arrays(out)
-    if path.suffix == ".safetensors":
-        try:
-            from safetensors.numpy import save_file
-        except ImportError:
-            raise MmRequestError(
-                "writing .safetensors needs the safetensors package: "
-                "pip install 'sglang-mm-core[safetensors]'"
-            ) from None
-        save_file(tensors, str(path), metadata=meta)
-    elif path.suffix == ".npz":
-        arrays: dict[str, Any] = {**tensors, "__metadata__": np.array(json.dumps(meta))}
-        np.savez(path, **arrays)
-    else:
-        raise MmRequestError(f"--out must end in .safetensors or .npz, got {str(path)!r}")
 
 
 def numbered(path: Path, index: int) -> Path:

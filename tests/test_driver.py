@@ -38,11 +38,12 @@ from sglang_mm_core import (
     TokenLayout,
     UnsupportedModalityError,
     apply_layout,
+    load_spec,
     mrope_positions,
     pipeline_from_spec,
 )
 from sglang_mm_core.conformance import generated_image
-from sglang_mm_core.driver import resolve_threads
+from sglang_mm_core.driver import available_cores, env_threads, resolve_threads
 
 SIZES = [(13, 9), (40, 17), (8, 8), (3, 50), (64, 33)]
 
@@ -120,11 +121,17 @@ def test_bit_identical_for_every_pool_size(registry: Registry, threads: int) -> 
 
 
 def test_resolve_threads(monkeypatch: pytest.MonkeyPatch) -> None:
-    import os
 
     monkeypatch.delenv("SGLANG_MM_THREADS", raising=False)
-    assert resolve_threads(None) == min(8, os.cpu_count() or 1)
+    assert resolve_threads(None) == min(8, available_cores())
+    assert resolve_threads(None, cores=3) == 3
+    assert resolve_threads(None, cores=40) == 8
+    assert env_threads() is None
+    monkeypatch.setenv("SGLANG_MM_THREADS", "  ")
+    assert env_threads() is None  # blank is unset
     monkeypatch.setenv("SGLANG_MM_THREADS", "3")
+    assert env_threads() == 3
+    assert resolve_threads(None, cores=40) == 3
     assert resolve_threads(None) == 3
     assert resolve_threads(0) == 0  # the spec wins
     monkeypatch.setenv("SGLANG_MM_THREADS", "0")
@@ -133,6 +140,20 @@ def test_resolve_threads(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("SGLANG_MM_THREADS", bad)
         with pytest.raises(SpecError, match="SGLANG_MM_THREADS must be a non-negative integer"):
             resolve_threads(None)
+
+
+def test_available_cores_follows_the_affinity_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    if hasattr(os, "sched_getaffinity"):
+        assert available_cores() == len(os.sched_getaffinity(0))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3, 5}, raising=False)
+    assert available_cores() == 2
+    monkeypatch.delattr(os, "sched_getaffinity")
+    monkeypatch.setattr(os, "cpu_count", lambda: 6)
+    assert available_cores() == 6
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert available_cores() == 1
 
 
 def test_env_threads_reach_the_pipeline(registry: Registry, monkeypatch) -> None:
@@ -161,6 +182,22 @@ def test_spare_threads_go_to_the_kernel(pool: int, n_items: int, want: int) -> N
     reg.register_family(Recording)
     Recording.calls.clear()
     with pipeline_from_spec({"family": "rec", "threads": pool}, registry=reg) as p:
+        p.process(MmInput(prompt(n_items), [png_bytes(im) for im in images(n_items)]))
+    assert [c[0] for c in Recording.calls] == [want] * n_items
+
+
+@pytest.mark.parametrize(
+    ("pool", "share", "n_items", "want"),
+    [(8, 4, 1, 4), (8, 4, 2, 2), (8, 4, 4, 1), (8, 2, 1, 2), (2, 8, 1, 2), (4, 1, 2, 1)],
+)
+def test_request_threads_bound_each_request(pool: int, share: int, n_items: int, want: int) -> None:
+    """A server's shared pipeline: the pool stays whole, each request's kernels get a share."""
+    reg = Registry()
+    reg.register_family(Recording)
+    Recording.calls.clear()
+    spec = load_spec({"family": "rec", "threads": pool}, registry=reg)
+    with Pipeline(spec, request_threads=share) as p:
+        assert (p.threads, p.par.request_threads) == (pool, share)
         p.process(MmInput(prompt(n_items), [png_bytes(im) for im in images(n_items)]))
     assert [c[0] for c in Recording.calls] == [want] * n_items
 

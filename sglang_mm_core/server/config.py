@@ -7,21 +7,23 @@ it. The server therefore flips two defaults, unless the spec document sets them 
 ``fetch.allow_private_networks`` is false. "Sets them itself" means the key is written in the
 document (pydantic's ``model_fields_set``), even if its value equals the library default.
 
-Likewise ``threads``: the library's pool of ``min(8, cores)`` suits one caller; a server runs
-several workers at once, so unless the spec (a number, not null) or ``$SGL_MM_THREADS`` says
-otherwise each worker gets ``cores // workers`` kernel threads: together they fill the cores
-once."""
+Likewise ``threads``: the library's pool of ``min(8, cores)`` suits one caller; a server's
+workers all share one pipeline, so unless the spec (a number, not null) or ``$SGLANG_MM_THREADS``
+says otherwise its pool gets every server core, and each request's kernels get the worker's
+share, ``threads // workers`` (`request_share`): the items of concurrent multi-image requests
+spread over the whole pool, single images run on their worker, and together they fill the
+cores once. The core count and the environment are read by the driver's one function
+(`sglang_mm_core.driver.available_cores`, `env_threads`)."""
 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..driver import THREADS_ENV
+from ..driver import available_cores, env_threads
 from ..registry import Registry
 from ..spec import ResolvedSpec, Spec, load_spec
 from .errors import LaunchError
@@ -42,12 +44,7 @@ ORDERS: tuple[Order, ...] = ("arrival", "completion")
 def default_workers(server_cores: tuple[int, ...] | None) -> int:
     """One worker per server core, at most 4: each worker's items fan out further through the
     pipeline's own pool."""
-    if server_cores is not None:
-        n = len(server_cores)
-    else:
-        getaff = getattr(os, "sched_getaffinity", None)
-        n = len(getaff(0)) if getaff is not None else (os.cpu_count() or 1)
-    return max(1, min(MAX_DEFAULT_WORKERS, n))
+    return max(1, min(MAX_DEFAULT_WORKERS, server_threads(server_cores)))
 
 
 @dataclass(frozen=True)
@@ -101,7 +98,7 @@ def _server_policy(spec: Spec, fetch_set: set[str], top_set: set[str], threads: 
     top: dict[str, Any] = {"fetch": fetch.model_copy(update=update)}
     # ``threads: null`` is the library's "decide for me", so it counts as unset here.
     unset = "threads" not in top_set or spec.threads is None
-    if unset and threads is not None and not os.environ.get(THREADS_ENV):
+    if unset and threads is not None and env_threads() is None:
         top["threads"] = threads
     return spec.model_copy(update=top)
 
@@ -110,8 +107,8 @@ def server_spec(
     spec: SpecInput, *, registry: Registry | None = None, threads: int | None = None
 ) -> ResolvedSpec:
     """Validate ``spec`` and apply the server's defaults to the fields it leaves out: the
-    secure fetch policy, and ``threads`` (each worker's kernel threads) when given and neither
-    the spec nor ``$SGL_MM_THREADS`` sets it. A `Spec`/`ResolvedSpec` object counts the fields
+    secure fetch policy, and ``threads`` (the shared pipeline's pool) when given and neither
+    the spec nor ``$SGLANG_MM_THREADS`` sets it. A `Spec`/`ResolvedSpec` object counts the fields
     it was built with as set."""
     if isinstance(spec, Spec):
         fields = (set(spec.fetch.model_fields_set), set(spec.model_fields_set))
@@ -123,14 +120,21 @@ def server_spec(
     return ResolvedSpec(policy, spec.family, spec.params)
 
 
+def server_threads(server_cores: tuple[int, ...] | None) -> int:
+    """The server pipeline's pool when the spec and ``$SGLANG_MM_THREADS`` leave it: one thread
+    per core the workers run on (their pinned set, else every core this process may use)."""
+    return len(server_cores) if server_cores is not None else available_cores()
+
+
+def request_share(threads: int, workers: int) -> int:
+    """Kernel threads of one request: the pool split evenly between the workers."""
+    return max(1, threads // max(1, workers))
+
+
 def thread_share(workers: int, server_cores: tuple[int, ...] | None) -> int:
-    """Kernel threads per worker so that all workers together fill the server's cores once."""
-    if server_cores is not None:
-        n = len(server_cores)
-    else:
-        getaff = getattr(os, "sched_getaffinity", None)
-        n = len(getaff(0)) if getaff is not None else (os.cpu_count() or 1)
-    return max(1, n // max(1, workers))
+    """Kernel threads per worker when the pool is `server_threads` (kept for callers of the
+    earlier API; the engine uses `request_share` of the pipeline's actual pool)."""
+    return request_share(server_threads(server_cores), workers)
 
 
 __all__ = [
@@ -139,6 +143,8 @@ __all__ = [
     "ServerConfig",
     "SpecInput",
     "default_workers",
+    "request_share",
     "server_spec",
+    "server_threads",
     "thread_share",
 ]

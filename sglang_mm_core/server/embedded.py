@@ -35,7 +35,7 @@ from .config import (
     SpecInput,
     default_workers,
     server_spec,
-    thread_share,
+    server_threads,
 )
 from .cores import partition_cores, pin_current_thread
 from .engine import Engine
@@ -116,9 +116,7 @@ class MmServer:
             order=order,
         )
         config.validate()
-        resolved = server_spec(
-            spec, registry=registry, threads=thread_share(config.workers, server_cores)
-        )
+        resolved = server_spec(spec, registry=registry, threads=server_threads(server_cores))
         host, port = parse_addr(http_addr)
         sock = bind(host, port)
         self = object.__new__(cls)

@@ -30,10 +30,10 @@ from collections import deque
 from typing import Literal
 
 from .._carriers import MmInput, MmOutput
-from ..driver import Pipeline
+from ..driver import Pipeline, resolve_threads
 from ..spec import ResolvedSpec
 from . import codec
-from .config import ServerConfig
+from .config import ServerConfig, request_share
 from .cores import pin_current_thread
 from .errors import (
     Answer,
@@ -150,9 +150,13 @@ class Engine:
 
     # -- lifecycle ---------------------------------------------------------------------------
     def build(self) -> None:
-        """Build the pipeline and start the workers; the engine is ready afterwards."""
+        """Build the pipeline and start the workers; the engine is ready afterwards. The
+        workers share the pipeline and its pool; each request's kernels get one worker's
+        share of it (`request_share`)."""
         try:
-            self.pipeline = Pipeline(self.spec)
+            pool = resolve_threads(self.spec.spec.threads)
+            share = request_share(pool, self.config.workers)
+            self.pipeline = Pipeline(self.spec, request_threads=share)
         except BaseException as e:
             self.failed = e
             raise

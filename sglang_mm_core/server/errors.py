@@ -2,14 +2,16 @@
 
 Every error body is ``{"error": {"type", "message", "item"}}``: ``type`` is the error class
 name (``FetchError``, ``LimitError``, ``QueueFull`` ...), ``item`` the request's image index or
-null. 4xx are the client's fault and logged at debug level; 500 means a bug (ours or a
-plugin's) and is logged with its traceback."""
+null; an error with structured fields (``MmError.fields``: a limit's name and values, a
+detected format) adds them as ``"fields"``. 4xx are the client's fault and logged at debug
+level; 500 means a bug (ours or a plugin's) and is logged with its traceback."""
 
 from __future__ import annotations
 
 import json
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import LimitError, MmError, MmRequestError
 
@@ -22,7 +24,7 @@ class LaunchError(MmError, ValueError):
     """A server setting that cannot be honoured (the message names the option)."""
 
 
-class RidError(LookupError):
+class RidError(MmError, LookupError):
     """``push_result``/``push_error`` for a rid that is unknown, not yet parked, or already
     answered."""
 
@@ -51,8 +53,12 @@ def error_answer(
     message: str,
     item: int | None = None,
     headers: dict[str, str] | None = None,
+    fields: dict[str, Any] | None = None,
 ) -> Answer:
-    body = json.dumps({"error": {"type": type_, "message": message, "item": item}}).encode()
+    detail: dict[str, Any] = {"type": type_, "message": message, "item": item}
+    if fields:
+        detail["fields"] = fields
+    body = json.dumps({"error": detail}).encode()
     hdrs = dict(headers or {})
     if status == 503:
         hdrs.setdefault("Retry-After", str(RETRY_AFTER_S))
@@ -75,9 +81,9 @@ def answer_for(err: BaseException, what: str = "request") -> Answer:
     if status == 500:
         log.error("internal error while serving %s", what, exc_info=err)
         return error_answer(500, "InternalError", f"internal error ({type(err).__name__})")
-    item = err.item if isinstance(err, MmError) else None
+    item, fields = (err.item, err.fields) if isinstance(err, MmError) else (None, None)
     log.debug("rejected %s with %d: %s", what, status, err)
-    return error_answer(status, type(err).__name__, str(err), item)
+    return error_answer(status, type(err).__name__, str(err), item, fields=fields)
 
 
 def queue_full() -> Answer:

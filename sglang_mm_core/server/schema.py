@@ -35,6 +35,11 @@ class ErrorDetail(BaseModel):
     type: str = Field(description="Error class: FetchError, LimitError, QueueFull, ...")
     message: str
     item: int | None = Field(None, description="Index of the image concerned, if any.")
+    fields: dict[str, str | int | bool] | None = Field(
+        None,
+        description="Structured fields of the error, when it has any: LimitError's limit, "
+        "limit_value and value; DecodeError's format and unsupported.",
+    )
 
 
 class ErrorBody(BaseModel):

@@ -23,7 +23,7 @@ from .config import (
     SpecInput,
     default_workers,
     server_spec,
-    thread_share,
+    server_threads,
 )
 from .cores import allowed_cores, partition_cores, pin_current_thread
 from .engine import Engine
@@ -87,9 +87,7 @@ def serve(
     except LaunchError as e:
         name, _, rest = e.message.partition(" ")
         raise LaunchError(f"--{name.replace('_', '-')} {rest}") from None
-    resolved = server_spec(
-        spec, registry=registry, threads=thread_share(config.workers, server_cores)
-    )
+    resolved = server_spec(spec, registry=registry, threads=server_threads(server_cores))
     sock = bind(host, port, "--host/--port")
     engine = Engine(resolved, config, server_cores=server_cores)
     app = create_app(engine, families_of(registry))
@@ -108,7 +106,7 @@ def serve(
         pin_current_thread(launch_cores, "the ingress", tid=ingress_tid)
         f = resolved.spec.fetch
         log.info(
-            "serving family %s (spec %s) on http://%s:%d with %d worker(s) x %s thread(s)%s; "
+            "serving family %s (spec %s) on http://%s:%d with %d worker(s) sharing %s thread(s)%s; "
             "fetch: allow_file=%s file_root=%s allow_private_networks=%s",
             engine.family,
             engine.fingerprint[:12],

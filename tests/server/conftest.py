@@ -1,39 +1,28 @@
-"""Fixtures of the server tests: the family under test (Qwen-VL when installed, else the toy
-family of tests/toy), its in-process reference pipeline, test images, and real servers on
-127.0.0.1 (random ports), always shut down after use."""
+"""Fixtures of the server tests: the family under test (the toy family of tests/toy, in a
+private `Registry`: core tests never depend on the plugins installed in the environment; the
+Qwen-backed server tests live in plugins/qwen_vl/tests), its in-process reference pipeline,
+test images, and real servers on 127.0.0.1 (random ports), always shut down after use."""
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from sglang_mm_toy import ToyFamily  # tests/conftest.py puts tests/toy on sys.path
 from srv_helpers import FamilySetup, make_image
 
-from sglang_mm_core import Registry, default_registry, pipeline_from_spec
+from sglang_mm_core import Registry, pipeline_from_spec
 from sglang_mm_core.server import MmServer
 
-REPO = Path(__file__).resolve().parents[2]
-QWEN_SPEC = REPO / "examples" / "qwen2_vl" / "spec.json"
 PROXY_ENV = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"]
 
 
 @pytest.fixture(scope="session")
 def fam() -> Iterator[FamilySetup]:
-    if default_registry().get("qwen_vl") is not None:
-        doc = json.loads(QWEN_SPEC.read_text())
-        registry = None
-    elif os.environ.get("CI"):
-        pytest.fail("the qwen_vl plugin is not installed: CI must test the server with it")
-    else:
-        from sglang_mm_toy import ToyFamily  # tests/conftest.py puts tests/toy on sys.path
-
-        doc = {"family": "toy"}
-        registry = Registry()
-        registry.register_family(ToyFamily)
+    doc = {"family": "toy"}
+    registry = Registry()
+    registry.register_family(ToyFamily)
     pipe = pipeline_from_spec(doc, registry=registry)
     yield FamilySetup(doc, registry, pipe)
     pipe.close()

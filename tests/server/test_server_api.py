@@ -29,7 +29,7 @@ def assert_error(resp: requests.Response, status: int, kind: str, item: int | No
     assert resp.status_code == status, resp.text
     assert resp.headers["content-type"].startswith("application/json")
     err = resp.json()["error"]
-    assert set(err) == {"type", "message", "item"}
+    assert set(err) - {"fields"} == {"type", "message", "item"}
     assert err["type"] == kind, err
     assert err["item"] == item, err
     assert err["message"]
@@ -291,6 +291,49 @@ def test_server_spec_defaults_follow_what_the_document_sets(
     assert server_spec(base, registry=reg, threads=3).spec.threads is None
     # The output-defining fingerprint is unchanged by the server's policy.
     assert server_spec(base, registry=reg).fingerprint == fam.pipeline.spec_fingerprint
+
+
+def test_workers_share_one_pool_of_every_core(launch: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shared pipeline's pool is the server's core count (the driver's one count), and
+    each request's kernels get one worker's share of it; the spec's or the environment's
+    ``threads`` is the pool when set."""
+    from sglang_mm_core.driver import available_cores
+
+    monkeypatch.delenv("SGLANG_MM_THREADS", raising=False)
+    cores = available_cores()
+    for workers in (1, 2, 3):
+        pipe = launch(workers=workers).engine.pipeline
+        assert (pipe.threads, pipe.par.request_threads) == (cores, max(1, cores // workers))
+    pipe = launch({"family": "toy", "threads": 6}, workers=4).engine.pipeline
+    assert (pipe.threads, pipe.par.request_threads) == (6, 1)
+    monkeypatch.setenv("SGLANG_MM_THREADS", "4")
+    pipe = launch(workers=2).engine.pipeline
+    assert (pipe.threads, pipe.par.request_threads) == (4, 2)
+
+
+def test_limit_fields_reach_the_body_and_the_client(
+    fam: FamilySetup, images: dict[str, bytes], launch: Any
+) -> None:
+    srv = launch(fam.spec(limits={"max_image_pixels": 1000}))
+    body = {"input_ids": fam.prompt(1), "images": [data_url(images["png_56x56"])]}
+    resp = post(srv, "/v1/preprocess", body)
+    assert_error(resp, 413, "LimitError", 0)
+    assert resp.json()["error"]["fields"] == {
+        "limit": "max_image_pixels",
+        "limit_value": 1000,
+        "value": 56 * 56,
+    }
+    with Client(srv.url) as c, pytest.raises(LimitError) as info:
+        c.preprocess(MmInput(input_ids=fam.prompt(1), images=[images["png_56x56"]]))
+    err = info.value
+    assert (err.status, err.item, err.limit, err.limit_value, err.value) == (
+        413,
+        0,
+        "max_image_pixels",
+        1000,
+        56 * 56,
+    )
+    assert str(err) == resp.json()["error"]["message"]
 
 
 def test_ids_beyond_int32_round_trip(fam: FamilySetup, client: Client) -> None:

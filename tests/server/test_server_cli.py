@@ -1,12 +1,18 @@
-"""`sglang-mm serve` refuses what it cannot honour in one line, before binding anything."""
+"""`sglang-mm serve` refuses what it cannot honour in one line, before binding anything.
+
+The toy family is not installed in this process, so a check that needs the spec resolved runs
+the CLI in a subprocess that sees the toy distribution (tests/toy/site) as installed."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from core_helpers import toy_env
 from srv_helpers import FamilySetup
 
 from sglang_mm_core.cli import main
@@ -60,9 +66,7 @@ def test_pin_cores_needs_four_cores(
     assert "--pin-cores" in err and "2 allowed core(s)" in err
 
 
-def test_port_in_use_is_refused(
-    fam: FamilySetup, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_port_in_use_is_refused(fam: FamilySetup, tmp_path: Path) -> None:
     import socket
 
     busy = socket.socket()
@@ -71,7 +75,23 @@ def test_port_in_use_is_refused(
     port = busy.getsockname()[1]
     try:
         spec = _spec_file(tmp_path, fam.doc)
-        assert main(["serve", "--spec", spec, "--port", str(port)]) == 1
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "sglang_mm_core.cli",
+                "serve",
+                "--spec",
+                spec,
+                "--port",
+                f"{port}",
+            ],
+            env=toy_env("site"),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     finally:
         busy.close()
-    assert f"--host/--port 127.0.0.1:{port}: the port is already in use" in capsys.readouterr().err
+    assert proc.returncode == 1, proc.stderr
+    assert f"--host/--port 127.0.0.1:{port}: the port is already in use" in proc.stderr

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gc
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -19,6 +18,7 @@ from typing import Any
 
 import pytest
 import requests
+from core_helpers import toy_env
 from srv_helpers import FamilySetup, HostLoop, assert_same_output, data_url, wait_for
 
 from sglang_mm_core.client import Client
@@ -302,11 +302,10 @@ def test_shutdown_answers_drained_but_unanswered(fam: FamilySetup, launch: Any) 
 def test_serve_command_parity_and_sigterm_under_load(
     fam: FamilySetup, images: dict[str, bytes], tmp_path: Path, http_server: Any
 ) -> None:
-    if fam.registry is not None:
-        pytest.skip("the standalone process needs the family installed as a plugin")
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(fam.spec(fetch={"allow_private_networks": True, "timeout_s": 5.0})))
-    env = {k: v for k, v in os.environ.items() if "PROXY" not in k.upper()}
+    # The process sees the toy distribution (tests/toy/site) as installed.
+    env = {k: v for k, v in toy_env("site").items() if "PROXY" not in k.upper()}
     proc = subprocess.Popen(
         [
             sys.executable,

@@ -4,12 +4,13 @@ The module-level functions keep the original names and argument order; all relea
 the batch forms run their images in parallel and return them in input order. ``(h, w)`` in
 their results is the size the patches were cut from, i.e. after the rescale (the family's
 ``Geometry``); ``bits`` is the flat single-frame ``[num_patches * ps * ps * 3]`` bfloat16 bit
-array. ``threads`` (keyword-only, an addition) sets the pool: default
-``$SGLANG_MM_THREADS``, else ``min(8, cores)``; 0 or 1 runs inline."""
+array. ``threads`` (keyword-only, an addition) sets the pool: default the core's pool size
+(`sglang_mm_core.driver.resolve_threads`: ``$SGLANG_MM_THREADS``, else ``min(8, cores)``); 0 or 1
+runs inline."""
 
 from __future__ import annotations
 
-from ._native import (
+from .api import (
     decode_patchify,
     decode_patchify_batch,
     patchify_rgb,

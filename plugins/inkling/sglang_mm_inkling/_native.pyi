@@ -17,16 +17,14 @@ def process_rgb(
     rescale_cap: int | None = None,
     threads: int = 1,
 ) -> tuple[int, int, int, int, _Bits]: ...
-def patchify_rgb(
-    arr: npt.NDArray[np.uint8], patch_size: int, *, threads: int | None = None
-) -> _Bits: ...
+def patchify_rgb(arr: npt.NDArray[np.uint8], patch_size: int, *, threads: int) -> _Bits: ...
 def decode_patchify(
     data: _Data,
     patch_size: int,
     rescale_frac: float | None = None,
     rescale_cap: int | None = None,
     *,
-    threads: int | None = None,
+    threads: int,
 ) -> tuple[int, int, _Bits]: ...
 def decode_patchify_batch(
     datas: Iterable[_Data],
@@ -34,7 +32,7 @@ def decode_patchify_batch(
     rescale_frac: float | None = None,
     rescale_cap: int | None = None,
     *,
-    threads: int | None = None,
+    threads: int,
 ) -> list[tuple[int, int, _Bits]]: ...
 def preprocess_images(
     datas: Iterable[_Data],
@@ -42,7 +40,7 @@ def preprocess_images(
     rescale_frac: float | None = None,
     rescale_cap: int | None = None,
     *,
-    threads: int | None = None,
+    threads: int,
 ) -> list[tuple[int, int, _Bits, int]]: ...
 def scaled_size(
     width: int, height: int, rescale_frac: float | None = None, rescale_cap: int | None = None

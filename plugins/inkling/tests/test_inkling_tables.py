@@ -44,7 +44,7 @@ def test_patchify_uses_each_channel_table() -> None:
     # One pixel per value, every value in every channel (rolled so channels differ).
     v = np.arange(256, dtype=np.uint8)
     arr = np.stack([v, np.roll(v, 85), np.roll(v, 170)], axis=-1).reshape(16, 16, 3)
-    bits = _native.patchify_rgb(arr, 16).reshape(-1, 16, 16, 3)
+    bits = _native.patchify_rgb(arr, 16, threads=1).reshape(-1, 16, 16, 3)
     tables = _native.bf16_tables()
     for c in range(3):
         assert_array_equal(bits[0, ..., c], tables[c][arr[..., c]])

@@ -16,7 +16,7 @@ pub mod limits;
 pub mod par;
 pub mod resize;
 
-pub use error::{KernelError, Result};
+pub use error::{KernelError, Result, Unsupported};
 pub use image::{RgbImage, RgbView};
 pub use limits::{MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE};
 pub use par::Par;

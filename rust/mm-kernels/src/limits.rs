@@ -11,7 +11,8 @@ pub const MAX_IMAGE_PIXELS: u64 = 178_956_970;
 pub const MAX_IMAGE_SIDE: u32 = 65_535;
 
 /// The one limit rule: a side over `max_side`, or more than `max_pixels` pixels, is a
-/// [`KernelError::Limit`] naming the `format`, the size and the limit.
+/// [`KernelError::LimitExceeded`] naming the `format`, the size and the limit (`limit` is
+/// the spec's name for it, `max_image_side` or `max_image_pixels`).
 pub fn check_size(
     format: &str,
     width: u64,
@@ -20,17 +21,27 @@ pub fn check_size(
     max_side: u64,
 ) -> Result<()> {
     if width > max_side || height > max_side {
-        return Err(KernelError::Limit(format!(
-            "{format} image of {width}x{height} pixels has a side over the limit of {max_side} \
-             pixels"
-        )));
+        return Err(KernelError::LimitExceeded {
+            limit: "max_image_side",
+            max: max_side,
+            value: width.max(height),
+            message: format!(
+                "{format} image of {width}x{height} pixels has a side over the limit of \
+                 {max_side} pixels"
+            ),
+        });
     }
     let pixels = width.saturating_mul(height);
     if pixels > max_pixels {
-        return Err(KernelError::Limit(format!(
-            "{format} image of {width}x{height} = {pixels} pixels exceeds the limit of \
-             {max_pixels} pixels"
-        )));
+        return Err(KernelError::LimitExceeded {
+            limit: "max_image_pixels",
+            max: max_pixels,
+            value: pixels,
+            message: format!(
+                "{format} image of {width}x{height} = {pixels} pixels exceeds the limit of \
+                 {max_pixels} pixels"
+            ),
+        });
     }
     Ok(())
 }
@@ -54,7 +65,15 @@ mod tests {
             "PNG image of 101x1 pixels has a side over the limit of 100 pixels"
         );
         let pixels = check_size("GIF", 100, 101, 10_099, 1000).unwrap_err();
-        assert!(matches!(pixels, KernelError::Limit(_)));
+        assert!(matches!(
+            pixels,
+            KernelError::LimitExceeded {
+                limit: "max_image_pixels",
+                max: 10_099,
+                value: 10_100,
+                ..
+            }
+        ));
         assert_eq!(
             pixels.to_string(),
             "GIF image of 100x101 = 10100 pixels exceeds the limit of 10099 pixels"

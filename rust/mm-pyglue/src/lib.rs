@@ -5,24 +5,46 @@ use mm_kernels::{KernelError, RgbView};
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray3, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyAnyMethods;
-use pyo3::types::{PyByteArray, PyBytes, PyMemoryView};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyMemoryView};
 
-/// Raise the `sglang_mm_core.errors` class for `err` (DecodeError, LimitError, MmRequestError).
+/// Raise the `sglang_mm_core.errors` class for `err` (DecodeError, LimitError,
+/// KernelArgumentError) with the message of `err` and its structured fields as keyword
+/// arguments: `format` and `unsupported` for a decode error, `limit`, `limit_value` and `value`
+/// for a named limit. A program reads them as attributes instead of parsing the message.
 pub fn to_pyerr(py: Python<'_>, err: KernelError) -> PyErr {
-    let class = match &err {
-        KernelError::UnsupportedFormat(_) | KernelError::Decode { .. } => "DecodeError",
-        KernelError::Limit(_) => "LimitError",
-        KernelError::InvalidArgument(_) => "KernelArgumentError",
-    };
-    let msg = err.to_string();
-    match py
-        .import("sglang_mm_core.errors")
-        .and_then(|m| m.getattr(class))
-        .and_then(|cls| cls.call1((msg,)))
-    {
+    match build_pyerr(py, &err) {
         Ok(exc) => PyErr::from_value(exc),
         Err(import_err) => import_err,
     }
+}
+
+fn build_pyerr<'py>(py: Python<'py>, err: &KernelError) -> PyResult<Bound<'py, PyAny>> {
+    let kwargs = PyDict::new(py);
+    let class = match err {
+        KernelError::UnsupportedFormat(u) => {
+            kwargs.set_item("format", u.detected)?;
+            kwargs.set_item("unsupported", true)?;
+            "DecodeError"
+        }
+        KernelError::Decode { format, .. } => {
+            kwargs.set_item("format", *format)?;
+            kwargs.set_item("unsupported", false)?;
+            "DecodeError"
+        }
+        KernelError::Limit(_) => "LimitError",
+        KernelError::LimitExceeded {
+            limit, max, value, ..
+        } => {
+            kwargs.set_item("limit", *limit)?;
+            kwargs.set_item("limit_value", *max)?;
+            kwargs.set_item("value", *value)?;
+            "LimitError"
+        }
+        KernelError::InvalidArgument(_) => "KernelArgumentError",
+    };
+    py.import("sglang_mm_core.errors")?
+        .getattr(class)?
+        .call((err.to_string(),), Some(&kwargs))
 }
 
 /// A snapshot of a bytes-like object as `bytes` (borrowed when it already is one), so the

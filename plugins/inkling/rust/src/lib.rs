@@ -25,33 +25,16 @@ fn tables() -> &'static Tables {
     TABLES.get_or_init(lut::tables)
 }
 
-/// The core's thread variable (`sglang_mm_core._env.THREADS_ENV`). Its deprecated spelling
-/// `SGL_MM_THREADS` is copied to it when `sglang_mm_core` is imported, which this package does
-/// before its kernel is reachable.
-const THREADS_ENV: &str = "SGLANG_MM_THREADS";
-
-/// Pool size when the caller does not say: `$SGLANG_MM_THREADS`, else `min(8, cores)`, as the
-/// core's driver resolves it.
-fn default_threads() -> Result<usize, KernelError> {
-    match std::env::var(THREADS_ENV) {
-        Ok(raw) if !raw.trim().is_empty() => raw.trim().parse().map_err(|_| {
-            KernelError::InvalidArgument(format!(
-                "{THREADS_ENV} must be a non-negative integer, got {raw:?}"
-            ))
-        }),
-        _ => Ok(std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(8)),
-    }
-}
-
-fn par_for(py: Python<'_>, threads: Option<i64>) -> PyResult<Par> {
-    let n = match threads {
-        None => default_threads(),
-        Some(n) => usize::try_from(n)
-            .map_err(|_| KernelError::InvalidArgument(format!("threads must be >= 0, got {n}"))),
-    };
-    Ok(Par::new(n.map_err(|e| to_pyerr(py, e))?))
+/// The pool of one call. The caller (the Python wrappers of `sglang_mm_inkling.api`) always
+/// says how many threads: the size is decided once, by the core's driver, never here.
+fn par_for(py: Python<'_>, threads: i64) -> PyResult<Par> {
+    let n = usize::try_from(threads).map_err(|_| {
+        to_pyerr(
+            py,
+            KernelError::InvalidArgument(format!("threads must be >= 0, got {threads}")),
+        )
+    })?;
+    Ok(Par::new(n))
 }
 
 fn args(py: Python<'_>, ps: i64, frac: Option<f64>, cap: Option<i64>) -> PyResult<Args> {
@@ -84,7 +67,7 @@ fn run_batch(
     py: Python<'_>,
     datas: &[Bound<'_, PyBytes>],
     args: &Args,
-    threads: Option<i64>,
+    threads: i64,
     with_hash: bool,
 ) -> PyResult<Vec<(Patches, u64)>> {
     let slices: Vec<&[u8]> = datas.iter().map(|b| b.as_bytes()).collect();
@@ -114,7 +97,7 @@ fn batch_list<'py>(
     py: Python<'py>,
     datas: &Bound<'py, PyAny>,
     args: &Args,
-    threads: Option<i64>,
+    threads: i64,
     with_hash: bool,
 ) -> PyResult<Bound<'py, PyList>> {
     let owned = batch_bytes(datas)?;
@@ -159,12 +142,12 @@ fn process_rgb<'py>(
 
 /// `patchify_rgb(arr, patch_size) -> bits`: patches of an RGB image as it is (no rescale).
 #[pyfunction]
-#[pyo3(signature = (arr, patch_size, *, threads=None))]
+#[pyo3(signature = (arr, patch_size, *, threads))]
 fn patchify_rgb<'py>(
     py: Python<'py>,
     arr: PyReadonlyArray3<'py, u8>,
     patch_size: i64,
-    threads: Option<i64>,
+    threads: i64,
 ) -> PyResult<Bound<'py, PyArray1<u16>>> {
     let args = args(py, patch_size, None, None)?;
     let view = rgb_view(&arr).map_err(|e| to_pyerr(py, e))?;
@@ -178,14 +161,14 @@ fn patchify_rgb<'py>(
 /// `decode_patchify(data, patch_size, rescale_frac=None, rescale_cap=None) -> (h, w, bits)`;
 /// `(h, w)` is the size the patches were cut from (after the rescale).
 #[pyfunction]
-#[pyo3(signature = (data, patch_size, rescale_frac=None, rescale_cap=None, *, threads=None))]
+#[pyo3(signature = (data, patch_size, rescale_frac=None, rescale_cap=None, *, threads))]
 fn decode_patchify<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     patch_size: i64,
     rescale_frac: Option<f64>,
     rescale_cap: Option<i64>,
-    threads: Option<i64>,
+    threads: i64,
 ) -> PyResult<(usize, usize, Bound<'py, PyArray1<u16>>)> {
     let args = args(py, patch_size, rescale_frac, rescale_cap)?;
     let bytes = bytes_snapshot(data)?;
@@ -199,14 +182,14 @@ fn decode_patchify<'py>(
 
 /// `decode_patchify_batch(datas, ...) -> list[(h, w, bits)]`, in input order.
 #[pyfunction]
-#[pyo3(signature = (datas, patch_size, rescale_frac=None, rescale_cap=None, *, threads=None))]
+#[pyo3(signature = (datas, patch_size, rescale_frac=None, rescale_cap=None, *, threads))]
 fn decode_patchify_batch<'py>(
     py: Python<'py>,
     datas: &Bound<'py, PyAny>,
     patch_size: i64,
     rescale_frac: Option<f64>,
     rescale_cap: Option<i64>,
-    threads: Option<i64>,
+    threads: i64,
 ) -> PyResult<Bound<'py, PyList>> {
     let args = args(py, patch_size, rescale_frac, rescale_cap)?;
     batch_list(py, datas, &args, threads, false)
@@ -215,14 +198,14 @@ fn decode_patchify_batch<'py>(
 /// `preprocess_images(datas, ...) -> list[(h, w, bits, hash)]`, in input order; `hash` is the
 /// core content hash of the encoded bytes.
 #[pyfunction]
-#[pyo3(signature = (datas, patch_size, rescale_frac=None, rescale_cap=None, *, threads=None))]
+#[pyo3(signature = (datas, patch_size, rescale_frac=None, rescale_cap=None, *, threads))]
 fn preprocess_images<'py>(
     py: Python<'py>,
     datas: &Bound<'py, PyAny>,
     patch_size: i64,
     rescale_frac: Option<f64>,
     rescale_cap: Option<i64>,
-    threads: Option<i64>,
+    threads: i64,
 ) -> PyResult<Bound<'py, PyList>> {
     let args = args(py, patch_size, rescale_frac, rescale_cap)?;
     batch_list(py, datas, &args, threads, true)

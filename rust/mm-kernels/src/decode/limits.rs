@@ -68,7 +68,15 @@ mod tests {
     fn limits_name_the_dimensions_and_the_limit() {
         let err = check(Format::Png, 20000, 20000, &DecodeOptions::default()).unwrap_err();
         let msg = err.to_string();
-        assert!(matches!(err, KernelError::Limit(_)));
+        assert!(matches!(
+            err,
+            KernelError::LimitExceeded {
+                limit: "max_image_pixels",
+                max: 178956970,
+                value: 400000000,
+                ..
+            }
+        ));
         assert!(
             msg.contains("20000x20000") && msg.contains(&DEFAULT_MAX_PIXELS.to_string()),
             "{msg}"
@@ -76,6 +84,15 @@ mod tests {
 
         let err = check(Format::Jpeg, 70000, 1, &DecodeOptions::default()).unwrap_err();
         assert!(err.to_string().contains("70000x1") && err.to_string().contains("65535"));
+        assert!(matches!(
+            err,
+            KernelError::LimitExceeded {
+                limit: "max_image_side",
+                max: 65535,
+                value: 70000,
+                ..
+            }
+        ));
 
         assert!(check(Format::Gif, 100, 100, &opts(10_000, 100)).is_ok());
         assert!(check(Format::Gif, 101, 100, &opts(1 << 40, 100)).is_err());

@@ -2,7 +2,7 @@
 //! names for the image formats we recognise but do not decode (so the error says what it was).
 
 use super::Format;
-use crate::error::{KernelError, Result};
+use crate::error::{KernelError, Result, Unsupported};
 
 /// The formats we decode, by Pillow's `_accept` rules.
 pub(crate) fn sniff(data: &[u8]) -> Result<Format> {
@@ -27,14 +27,15 @@ pub(crate) fn sniff(data: &[u8]) -> Result<Format> {
         // Pillow only accepts the three bitstream layouts it knows.
         return match data.get(12..16) {
             Some(b"VP8 " | b"VP8L" | b"VP8X") => Ok(Format::WebP),
-            _ => Err(KernelError::UnsupportedFormat(
-                "RIFF/WEBP container without a VP8, VP8L or VP8X chunk".into(),
-            )),
+            _ => Err(KernelError::UnsupportedFormat(Unsupported {
+                detected: Some("WEBP"),
+                what: "RIFF/WEBP container without a VP8, VP8L or VP8X chunk".into(),
+            })),
         };
     }
     Err(KernelError::UnsupportedFormat(match other_format(data) {
-        Some(name) => name.to_string(),
-        None => "unknown format".to_string(),
+        Some(name) => Unsupported::detected(name),
+        None => "unknown format".into(),
     }))
 }
 
@@ -108,5 +109,8 @@ mod tests {
         assert!(msg(b"\x00\x00\x00\x1cftypavif").contains("AVIF"));
         assert!(msg(b"hello world").contains("unknown format"));
         assert!(msg(b"RIFF\x00\x00\x00\x00WEBPVP8Q").contains("WEBP"));
+        let detected = |d: &[u8]| sniff(d).err().and_then(|e| e.format());
+        assert_eq!(detected(b"II*\x00\x08\x00"), Some("TIFF"));
+        assert_eq!(detected(b"hello world"), None);
     }
 }

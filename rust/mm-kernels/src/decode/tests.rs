@@ -278,7 +278,13 @@ fn decompression_bomb_is_refused_before_decoding() {
     // 20000 x 20000 declared, one row of data: refused from the header, no 1.2 GB buffer.
     let data = png(20000, 20000, 8, 0, &vec![0u8; 20000], &[]);
     let err = decode_rgb(&data, &opts()).unwrap_err();
-    assert!(matches!(err, KernelError::Limit(_)));
+    assert!(matches!(
+        err,
+        KernelError::LimitExceeded {
+            limit: "max_image_pixels",
+            ..
+        }
+    ));
     let msg = err.to_string();
     assert!(
         msg.contains("20000x20000") && msg.contains("178956970"),
@@ -287,9 +293,14 @@ fn decompression_bomb_is_refused_before_decoding() {
     assert_eq!(image_dimensions(&data, true).unwrap(), (20000, 20000));
     // Under the pixel limit but over the side limit.
     let wide = png(70000, 1, 8, 0, &vec![0u8; 70000], &[]);
-    assert!(
-        matches!(decode_rgb(&wide, &opts()), Err(KernelError::Limit(m)) if m.contains("65535"))
-    );
+    assert!(matches!(
+        decode_rgb(&wide, &opts()),
+        Err(KernelError::LimitExceeded {
+            limit: "max_image_side",
+            max: 65535,
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -300,7 +311,13 @@ fn limits_apply_to_every_format() {
             ..opts()
         };
         assert!(
-            matches!(decode_rgb(&data, &tight), Err(KernelError::Limit(_))),
+            matches!(
+                decode_rgb(&data, &tight),
+                Err(KernelError::LimitExceeded {
+                    limit: "max_image_pixels",
+                    ..
+                })
+            ),
             "{name}"
         );
         let narrow = DecodeOptions {
@@ -308,7 +325,13 @@ fn limits_apply_to_every_format() {
             ..opts()
         };
         assert!(
-            matches!(decode_rgb(&data, &narrow), Err(KernelError::Limit(_))),
+            matches!(
+                decode_rgb(&data, &narrow),
+                Err(KernelError::LimitExceeded {
+                    limit: "max_image_side",
+                    ..
+                })
+            ),
             "{name}"
         );
     }
