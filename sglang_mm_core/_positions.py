@@ -39,7 +39,7 @@ def mrope_positions(
     offsets: Sequence[tuple[int, int]],
     grids: Sequence[tuple[int, int, int]],
 ) -> MRope:
-    """MRoPE for images only (algorithm: specs/qwen_vl.md). ``grids`` are the *merged* grids
+    """MRoPE for images only (algorithm: docs/families/qwen_vl.md). ``grids`` are the *merged* grids
     ``(t, h, w)`` in tokens, one per item; item ``k`` occupies ``offsets[k]`` (inclusive).
 
     Vectorised: every token starts at its index plus the shift that the images before it

@@ -1,4 +1,4 @@
-"""The request driver and its `par` seam (design.md sections 1 and 6).
+"""The request driver and its `par` seam (docs/architecture.md: the request path, threads).
 
 The driver owns the flow: checks, fetch (inline, sequential, budgeted), then per item
 hash -> decode -> ``family.process_item`` through the one `Par` seam, then layout, expansion and
@@ -345,7 +345,7 @@ class Pipeline:
             raise _plugin_error(self.family, getattr(fn, "__name__", "a hook"), e) from e
 
     def _check(self, request: MmInput) -> npt.NDArray[np.int64]:
-        """The request checks of kernels.md "Driver checks", before any fetch."""
+        """The request checks of docs/architecture.md (the request path), before any fetch."""
         ids = _as_ids(request.input_ids)
         if isinstance(request.images, (str, bytes, bytearray, memoryview)):
             raise MmRequestError(

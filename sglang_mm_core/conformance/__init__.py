@@ -1,4 +1,4 @@
-"""The plugin conformance suite: the contract of design.md section 3, as checks a plugin author
+"""The plugin conformance suite: the family contract of docs/plugins.md, as checks a plugin author
 runs in their own test suite.
 
     from sglang_mm_core.conformance import parametrize_with_checks

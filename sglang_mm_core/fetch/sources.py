@@ -24,7 +24,7 @@ _BASE64ISH = re.compile(r"[A-Za-z0-9+/]{60,}={0,2}")
 
 
 def source_kind(source: object) -> str:
-    """The kernels.md interpretation order: http(s) URL, file URL, absolute path, data: URL,
+    """The documented interpretation order: http(s) URL, file URL, absolute path, data: URL,
     else bare base64. Bytes-like objects are "bytes"; anything else is "unsupported".
 
     One exception to the order: every base64 JPEG starts with "/9j/", so a string starting

@@ -1,4 +1,4 @@
-"""The preprocessing server (specs/server.md): a standalone HTTP service (``sglang-mm serve``)
+"""The preprocessing server (docs/server.md): a standalone HTTP service (``sglang-mm serve``)
 and an embedded mode whose ingress and workers run inside a host process.
 
 Needs the ``server`` extra (``pip install 'sglang-mm-core[server]'``). The names below load

@@ -46,7 +46,7 @@ def _is_true(v: Any) -> bool:
 
 # Keys whose value is fixed by the kernel: accepted only when they say what the kernel does.
 FIXED_KEYS: Mapping[str, tuple[str, Callable[[Any], bool]]] = {
-    # The kernel's float32 constants are the float32 roundings of these (specs/inkling.md).
+    # The kernel's float32 constants are the float32 roundings of these (docs/families/inkling.md).
     "image_mean": ("the CLIP mean", lambda v: _f32_equal(v, CLIP_MEAN)),
     "image_std": ("the CLIP std", lambda v: _f32_equal(v, CLIP_STD)),
     "rescale_factor": (

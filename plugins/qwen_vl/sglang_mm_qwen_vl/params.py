@@ -24,7 +24,7 @@ Triple = tuple[float, float, float]
 
 
 class QwenVLParams(FamilyParams):
-    """Spec ``params`` of the ``qwen_vl`` family (specs/qwen_vl.md)."""
+    """Spec ``params`` of the ``qwen_vl`` family (docs/families/qwen_vl.md)."""
 
     patch_size: int = Field(14, gt=0, description="Vision patch side in pixels (Qwen3: 16).")
     merge_size: int = Field(2, gt=0, description="Patches merged per side into one token.")

@@ -1,4 +1,4 @@
-//! Rescaled image sizes (Inkling's `rescale_image_frac` rule, see `specs/inkling.md` step 2).
+//! Rescaled image sizes (Inkling's `rescale_image_frac` rule, step 2 of the Inkling family's documented algorithm).
 
 /// Scale `(w, h)` by `frac`, optionally capping the upscaled long edge at `cap` (never shrinking
 /// an image already above the cap). Sides round half away from zero and stay >= 1.

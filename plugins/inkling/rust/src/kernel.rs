@@ -21,7 +21,7 @@ pub struct Args {
 }
 
 impl Args {
-    /// Check the raw Python-side values with the rules of `specs/inkling.md` (the same rules
+    /// Check the raw Python-side values with the rules of `docs/families/inkling.md` (the same rules
     /// the spec's `Params` enforce), naming the offending value.
     pub fn new(patch_size: i64, frac: Option<f64>, cap: Option<i64>) -> Result<Self> {
         let bad = |msg: String| Err(KernelError::InvalidArgument(msg));

@@ -1,4 +1,4 @@
-//! Encoded bytes -> RGB uint8, bit-exact with Pillow 13 (see `specs/kernels.md`, "Decode").
+//! Encoded bytes -> RGB uint8, bit-exact with Pillow 13.
 //!
 //! The reference is `Image.open(BytesIO(data))`, `ImageOps.exif_transpose` when
 //! `exif_orientation`, then either `.convert("RGB")` (`Alpha::Drop`) or HuggingFace's

@@ -1,5 +1,5 @@
 //! Separable fixed-point resize, bit-exact with Pillow (`pil_lanczos`, `pil_bicubic`) and with
-//! torchvision's uint8 antialiased bicubic (`aten_u8`). See `specs/kernels.md`, "Resize".
+//! torchvision's uint8 antialiased bicubic (`aten_u8`).
 //!
 //! A resize is planned once per (input size, output size, resampler, pass order) — coefficient
 //! tables and pass order — and then run; [`ResizePlan`] lets a caller reuse one plan across many
