@@ -87,7 +87,8 @@ def _pattern_ids(pattern: Pattern) -> tuple[npt.NDArray[np.int64], int, int]:
 def apply_layout(
     input_ids: Sequence[int] | npt.NDArray[Any], layout: TokenLayout, n_items: int
 ) -> Expanded:
-    """Expand ``input_ids`` by ``layout`` for ``n_items`` media items (rules: docs/plugins.md, the layout)."""
+    """Expand ``input_ids`` by ``layout`` for ``n_items`` media items (the rules are in
+    docs/plugins.md, under ``layout``)."""
     src = np.asarray(input_ids, dtype=np.int64)
     n_src = len(src)
     parts: list[npt.NDArray[np.int64]] = []

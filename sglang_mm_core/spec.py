@@ -1,4 +1,4 @@
-"""The spec document (README.md and docs/architecture.md): pydantic models, validated as a whole before any
+"""The spec document (see README.md): pydantic models, validated as a whole before any
 request is served. The family's own ``params`` are validated by its ``Params`` model, so a bad
 spec fails at load time with every invalid field named, never at request time."""
 

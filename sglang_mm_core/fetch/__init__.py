@@ -1,4 +1,5 @@
-"""Fetch: each media source of a request -> its encoded bytes (docs/architecture.md). Runs inline and sequentially before the fan-out; every source is charged to one
+"""Fetch: each media source of a request -> its encoded bytes (docs/architecture.md). Runs
+inline and sequentially before the fan-out; every source is charged to one
 request budget and every error names the item index and the source kind.
 
 String sources are read in this order: ``http://`` / ``https://`` URL, ``file://`` URL or a

@@ -1,5 +1,6 @@
 """The spec's ``params`` for the Inkling family, with every rule checked when the spec is
-parsed (never at request time). Field names are those of the spec table in docs/families/inkling.md."""
+parsed (never at request time). Field names are those of the spec table in
+docs/families/inkling.md."""
 
 from __future__ import annotations
 
