@@ -11,8 +11,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ._carriers import MmInput, MmOutput, TokenCount
 from .errors import MmError, MmRequestError, PluginError, SpecError
 
@@ -167,21 +165,11 @@ def _run_many(pipe: Pipeline, requests: Sequence[MmInput | MmError], out_base: P
 
 
 def _count(pipe: Pipeline, req: MmInput | MmError) -> TokenCount:
-    """`Pipeline.count_tokens` plus the prompt checks `run` applies in its layout step
-    (`Family.check_prompt`), so a prompt `run` refuses is never counted."""
+    """`Pipeline.count_tokens` (which applies the family's prompt checks, as `run` does), or
+    the request's own parse error."""
     if isinstance(req, MmError):
         raise req
-    count = pipe.count_tokens(req)
-    fam = pipe.family
-    try:
-        fam.check_prompt(np.asarray(req.input_ids, dtype=np.int64), len(req.images))
-    except MmError:
-        raise
-    except Exception as e:
-        raise PluginError(
-            f"family {fam.name!r}: check_prompt failed: {type(e).__name__}: {e}"
-        ) from e
-    return count
+    return pipe.count_tokens(req)
 
 
 def _tokens(args: argparse.Namespace) -> int:

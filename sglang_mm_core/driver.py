@@ -316,8 +316,11 @@ class Pipeline:
         return results
 
     def count_tokens(self, request: MmInput) -> TokenCount:
-        """Prompt length and per-item tokens from image headers alone (no pixel decode)."""
+        """Prompt length and per-item tokens from image headers alone (no pixel decode). The
+        family's `check_prompt` refuses here what its layout would refuse in `process`, so a
+        prompt `process` rejects is never counted."""
         ids = self._check(request)
+        self._call(self.family.check_prompt, ids, len(request.images))
         items = self._fetch(request)
         limits = self.spec.spec.limits
         exif = bool(self.spec.spec.decode.exif_orientation)

@@ -482,6 +482,18 @@ def test_count_tokens_matches_process(registry: Registry, family: str) -> None:
     assert count.per_item == [it.tokens for it in out.items]
 
 
+def test_count_tokens_refuses_what_process_refuses(registry: Registry) -> None:
+    """A prompt without a placeholder for its image is a LayoutError in both, before any
+    fetch (the server's /tokens and the CLI count through here)."""
+    req = MmInput([9, 6, 7], [png_bytes(generated_image(8, 8))])
+    with pipe(registry) as p:
+        with pytest.raises(LayoutError) as processed:
+            p.process(req)
+        with pytest.raises(LayoutError) as counted:
+            p.count_tokens(req)
+    assert str(counted.value) == str(processed.value)
+
+
 def test_count_tokens_reads_headers_only(registry: Registry) -> None:
     data = png_bytes(generated_image(40, 17))
     idat = data.index(b"IDAT")
