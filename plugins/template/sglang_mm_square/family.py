@@ -15,18 +15,14 @@ from sglang_mm_core import plugin as mm
 
 from . import _native
 
-CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
-CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
-
-
 class SquareParams(mm.FamilyParams):
     """The spec's ``params``; every rule is checked when the spec is loaded."""
 
     image_token_id: int = Field(32000, ge=0, description="the prompt's image placeholder id")
     size: int = Field(336, ge=1, le=4096, description="side of the square the image becomes")
     patch_size: int = Field(14, ge=1, description="vision tower patch side; divides size")
-    image_mean: tuple[float, float, float] = CLIP_MEAN
-    image_std: tuple[float, float, float] = CLIP_STD
+    image_mean: tuple[float, float, float] = mm.CLIP_MEAN
+    image_std: tuple[float, float, float] = mm.CLIP_STD
 
     @model_validator(mode="after")
     def _patches_tile_the_square(self) -> SquareParams:
