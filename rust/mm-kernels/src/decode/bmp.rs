@@ -1,6 +1,14 @@
 //! BMP as Pillow's `BmpImagePlugin` reads it: the header variants it accepts, its bit-field
 //! layouts, gray palettes read as "1" / L (with the raw mode that implies), RLE8 / RLE4 as its
 //! Python decoder expands them, and raw rows as `RawDecode.c` walks them.
+//!
+//! Why a reader of our own: BMP has many header variants and no single reference decoder, and
+//! the contract is Pillow's, bit for bit, on good and bad files alike. Pillow decodes a file
+//! whose last row lacks its padding, reads an all-zero 32-bit mask set as BGRA and a 5-5-5
+//! layout given as masks in an INFO header, and refuses a 4-bit gray palette (it has no raw
+//! mode for one); each of those is a rule here, checked against Pillow by the Python parity
+//! suites, so malformed input fails as it fails there and what Pillow decodes comes out the
+//! same.
 
 use super::convert::{compact4_in_place, convert_row, rgba_to_rgb, Lut, Palette, Source};
 use super::{bad, limits, DecodeOptions, Decoded, Format, Header};

@@ -2,6 +2,14 @@
 //! ramp mean mode L, a frame reaching past the screen grows the image, the area outside the
 //! frame holds index 0 or the transparent index) and `GifDecode.c`'s LZW decoder, ported rule
 //! for rule (it decodes whole sub-blocks only, so a cut inside the last one is "truncated").
+//!
+//! Why a reader of our own rather than the `gif` crate: valid files decode to the same pixels
+//! either way (`tests/differential.rs` checks it), but malformed ones are where decoders part,
+//! and the contract is to fail where Pillow fails and to give Pillow's pixels where it does not.
+//! Pillow skips stray bytes between blocks, decodes a file without its trailer, grows the
+//! image when the first frame reaches past the logical screen, keeps the rows an early end of
+//! the LZW data leaves at the background index, and refuses a cut inside a sub-block; each of
+//! those is a rule here, checked against Pillow by the Python parity suites.
 
 use super::convert::{convert_row, Lut, Palette, Source};
 use super::{bad, limits, DecodeOptions, Decoded, Format, Header};

@@ -1,0 +1,186 @@
+//! PNG as Pillow reads it: the chunk walk of `PngImagePlugin` (modes, tRNS, metadata, CRCs
+//! checked before the image data only, later chunks still read after it), and `ZipDecode.c`'s
+//! row loop (stop at the last row, or at the end of the zlib stream with the rest left zero;
+//! running out of image data before that is "truncated").
+//!
+//! Why a reader of our own rather than the `png` crate: on valid files any decoder gives the
+//! same pixels, but on malformed ones each fails its own way, and the contract is Pillow's.
+//! Pillow decodes a PNG whose zlib stream ends early (the missing rows are black), one without
+//! IEND or with junk after the image data, and one whose chunks after IDAT have bad CRCs; it
+//! refuses a bad CRC before IDAT, a short chunk, an unknown filter byte, an over-large text
+//! chunk. A general-purpose decoder draws these lines elsewhere, so a server built on it would
+//! accept what the reference rejects, or fail what the reference decodes. This module follows
+//! Pillow's rules one by one; valid files are checked against the `png` crate
+//! (`tests/differential.rs`) and everything else against Pillow (the Python parity suites).
+//!
+//! The parts, in the order a decode runs them:
+//! - `chunks`: the chunk walk (`_open` up to the first IDAT, the IDAT run, `load_end`'s chunks
+//!   after it) and what the header chunks set (mode, palette, transparency);
+//! - `meta`: the text / eXIf chunks that carry the EXIF orientation;
+//! - `inflate`: the zlib stream cut into raw rows, and how a raw row unpacks;
+//! - `unfilter`: the five row filters;
+//! - `adam7`: the interlaced passes.
+
+mod adam7;
+mod chunks;
+mod inflate;
+mod meta;
+mod unfilter;
+
+use super::convert::{convert_row, replace_transparent, Lut, Palette, Source};
+use super::{bad, limits, Alpha, DecodeOptions, Decoded, Format, Header};
+use crate::error::{KernelError, Result};
+use crate::image::RgbImage;
+use chunks::{open, read_trailing_chunks, skip_image_data, Mode, Trns};
+use inflate::{inflate_rows, unpack, Geometry};
+
+const F: Format = Format::Png;
+
+fn truncated(what: &str) -> KernelError {
+    bad(F, format!("truncated data ({what})"))
+}
+
+pub(crate) fn probe(data: &[u8]) -> Result<Header> {
+    let o = open(data)?;
+    limits::non_empty(F, o.width.into(), o.height.into())?;
+    // The orientation may sit in chunks after the image data: walk them (no pixel decode).
+    let mut info = o.info;
+    let after = skip_image_data(data, o.idat)?;
+    read_trailing_chunks(data, after, &mut info)?;
+    Ok(Header {
+        width: o.width,
+        height: o.height,
+        orientation: info.meta.orientation(),
+    })
+}
+
+pub(crate) fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Decoded> {
+    let o = open(data)?;
+    let (w, h) = (u64::from(o.width), u64::from(o.height));
+    limits::check(F, w, h, opts)?;
+    let geometry = Geometry::new(o.mode, o.width as usize, o.height as usize)?;
+    let mut info = o.info;
+    // The palette is fixed when the file is opened; tRNS is read again after the image data.
+    let palette = info.palette;
+    let trns_at_open = info.trns.clone();
+    let job = Render {
+        data,
+        idat: o.idat,
+        mode: o.mode,
+        g: &geometry,
+        interlaced: info.interlaced,
+    };
+    let (mut out, end) = job.run(palette, info.trns.as_ref(), opts.alpha)?;
+    // Pillow reads the chunks after the image data before it converts (and fails on broken
+    // ones); a tRNS found there still applies, so render again in that rare case.
+    read_trailing_chunks(data, end, &mut info)?;
+    if info.trns != trns_at_open {
+        drop(std::mem::take(&mut out)); // keep the peak at one image
+        out = job.run(palette, info.trns.as_ref(), opts.alpha)?.0;
+    }
+    if opts.alpha == Alpha::White && o.mode == Mode::Rgb {
+        if let Some(Trns::Rgb([r, g, b])) = info.trns {
+            replace_transparent(
+                &mut out,
+                [(r & 0xff) as u8, (g & 0xff) as u8, (b & 0xff) as u8],
+            );
+        }
+    }
+    let orientation = if opts.exif_orientation {
+        info.meta.orientation()
+    } else {
+        1
+    };
+    let image = RgbImage {
+        width: geometry.width,
+        height: geometry.height,
+        data: out,
+    };
+    Ok(Decoded { image, orientation })
+}
+
+/// One decode of the image data into RGB with a given palette and transparency.
+struct Render<'a, 'g> {
+    data: &'a [u8],
+    idat: usize,
+    mode: Mode,
+    g: &'g Geometry,
+    interlaced: bool,
+}
+
+impl Render<'_, '_> {
+    /// The RGB pixels (RGB-mode transparency still to apply) and where the image data ended.
+    fn run(
+        &self,
+        palette: Option<&[u8]>,
+        trns: Option<&Trns>,
+        alpha: Alpha,
+    ) -> Result<(Vec<u8>, usize)> {
+        let (mode, g) = (self.mode, self.g);
+        let mut out = limits::alloc(limits::buffer_len(F, g.width as u64, g.height as u64, 3)?)?;
+        // Fold palette, transparency and alpha mode into one row converter.
+        let lut = match mode {
+            Mode::Indexed(_) => {
+                let mut pal = Palette::new();
+                if let Some(plte) = palette {
+                    pal.set_colours(&plte[..plte.len().min(768)], 3, [0, 1, 2]);
+                }
+                if let Some(Trns::Alphas(alphas)) = trns {
+                    for (entry, &a) in pal.rgba.iter_mut().zip(alphas) {
+                        entry[3] = a;
+                    }
+                }
+                Some(pal.lut(alpha, trns.is_some()))
+            }
+            Mode::Bit | Mode::Gray(_) => match trns {
+                Some(Trns::Gray(t)) => Some(Lut::gray(alpha, Some(*t))),
+                _ => Some(Lut::gray(alpha, None)),
+            },
+            _ => None,
+        };
+        let source = match (mode, &lut) {
+            (_, Some(lut)) => Source::Indexed(lut),
+            (Mode::GrayAlpha, _) => Source::GrayAlpha,
+            (Mode::Rgba, _) => Source::Rgba,
+            _ => Source::Rgb { trns: None },
+        };
+        let row_out = g.width * 3;
+        let row_in = g.width * mode.unpacked_bytes();
+        let end = if self.interlaced {
+            let mut unpacked = limits::alloc(g.pixels() * mode.unpacked_bytes())?;
+            let end = inflate_rows(self.data, self.idat, g, true, |pass, y, raw| {
+                g.scatter(mode, pass, y, raw, &mut unpacked);
+            })?;
+            for (src, dst) in unpacked
+                .chunks_exact(row_in)
+                .zip(out.chunks_exact_mut(row_out))
+            {
+                convert_row(&source, alpha, src, dst);
+            }
+            end
+        } else {
+            let mut unpacked = vec![0u8; row_in];
+            let identity = source.is_identity(alpha);
+            let mut done = 0usize;
+            let end = inflate_rows(self.data, self.idat, g, false, |_, y, raw| {
+                let dst = &mut out[y * row_out..(y + 1) * row_out];
+                if identity {
+                    dst.copy_from_slice(&raw[..row_out]);
+                } else {
+                    unpack(mode, raw, g.width, &mut unpacked);
+                    convert_row(&source, alpha, &unpacked, dst);
+                }
+                done = y + 1;
+            })?;
+            // Rows the zlib stream never reached stay zero in Pillow's image: convert those.
+            if done < g.height && !identity {
+                unpacked.fill(0);
+                for dst in out.chunks_exact_mut(row_out).skip(done) {
+                    convert_row(&source, alpha, &unpacked, dst);
+                }
+            }
+            end
+        };
+        Ok((out, end))
+    }
+}
