@@ -3,6 +3,7 @@ refused from the header before any pixel is decoded."""
 
 from __future__ import annotations
 
+import re
 import struct
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import corpus
 import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
+from PIL import UnidentifiedImageError
 
 from sglang_mm_core.common import image_decode_rgb, image_dimensions
 from sglang_mm_core.errors import DecodeError, KernelArgumentError, LimitError
@@ -43,6 +45,46 @@ def test_bad_inputs_raise_decode_error(name: str) -> None:
         raise AssertionError(f"no expected message for bad input {name!r}: {msg}")
 
 
+# What Pillow's message says went wrong -> what ours must say (a regex), and whether ours may
+# call the file truncated.
+PILLOW_FAILURE_KINDS = (
+    ("truncated", "truncated", True),
+    # The file ends before the scan, so Pillow has no tile to decode.
+    ("cannot load this image", "no image data", True),
+    # libwebp refuses the container (cut or invalid: it does not tell).
+    ("could not create decoder object", "could not create decoder object", True),
+    # The codec refuses the layout the header asks for.
+    ("codec configuration error", "configuration error", False),
+    # The codec met data it cannot decode (IMAGING_CODEC_BROKEN).
+    ("unrecognized data stream contents", "unknown filter type|broken data stream", False),
+)
+
+
+def assert_fails_like_pillow(data: bytes, fmt: str, pillow_error: Exception, alpha: str) -> None:
+    """Pillow raised `pillow_error` on `data`; we must raise a DecodeError of the same kind.
+
+    Pillow "cannot identify" a file when no plugin can read its header: then our header probe
+    must fail too. Any other Pillow error comes from reading the image: our message must name
+    the format and say what Pillow's says (a truncation is a truncation, a broken stream or a
+    refused layout is no truncation)."""
+    with pytest.raises(DecodeError) as err:
+        image_decode_rgb(data, alpha=alpha)
+    msg = str(err.value)
+    if isinstance(pillow_error, UnidentifiedImageError):
+        assert msg.startswith(("unsupported image format", f"cannot decode {fmt} image")), msg
+        with pytest.raises(DecodeError):
+            image_dimensions(data)
+        return
+    assert msg.startswith(f"cannot decode {fmt} image"), msg
+    pillow_msg = str(pillow_error).lower()
+    for pillow_says, we_say, truncation_ok in PILLOW_FAILURE_KINDS:
+        if pillow_says in pillow_msg:
+            assert re.search(we_say, msg), f"Pillow: {pillow_error!r}; ours: {msg}"
+            assert truncation_ok or "truncated" not in msg, f"Pillow: {pillow_error!r}; ours: {msg}"
+            return
+    raise AssertionError(f"no expected kind for Pillow's {pillow_error!r} (ours: {msg})")
+
+
 @pytest.mark.parametrize(
     "fmt,params",
     [
@@ -56,16 +98,15 @@ def test_bad_inputs_raise_decode_error(name: str) -> None:
     ],
 )
 def test_every_truncation_errors_or_matches_pillow(fmt: str, params: dict[str, object]) -> None:
-    """Cut anywhere: Pillow raises (and so must we, with a DecodeError), or it decodes (a
-    missing trailer is tolerated) and we give the same pixels."""
+    """Cut anywhere: Pillow raises (and so must we, with a DecodeError of the same kind), or it
+    decodes (a missing trailer is tolerated) and we give the same pixels."""
     image = corpus.Image.fromarray(corpus.photo("astronaut")[:48, :64])
     data = corpus.save(image.convert("P") if fmt == "GIF" else image, fmt, **params)
     for cut, prefix in corpus.truncations(data):
         try:
             want = corpus.pillow_decode(prefix)
-        except Exception:
-            with pytest.raises(DecodeError):
-                image_decode_rgb(prefix)
+        except Exception as pillow_error:
+            assert_fails_like_pillow(prefix, FORMATS[fmt.lower()], pillow_error, "white")
             continue
         assert_array_equal(image_decode_rgb(prefix), want, err_msg=f"cut at {cut}")
 
@@ -76,9 +117,8 @@ def test_edge_cases_match_pillow_or_fail_like_it(name: str) -> None:
     for alpha in ("white", "drop"):
         try:
             want = corpus.pillow_decode(data, alpha)
-        except Exception:
-            with pytest.raises(DecodeError):
-                image_decode_rgb(data, alpha=alpha)
+        except Exception as pillow_error:
+            assert_fails_like_pillow(data, FORMATS[name.split("-")[0]], pillow_error, alpha)
             continue
         assert_array_equal(image_decode_rgb(data, alpha=alpha), want)
 
