@@ -385,3 +385,25 @@ fn alpha_modes_on_rgba_png() {
     .unwrap();
     assert_eq!(drop.data, vec![10, 20, 30, 10, 20, 30, 200, 100, 0]);
 }
+
+/// Found by the `decode_rgb` fuzzer: a PNG whose image data is complete decodes (Pillow never
+/// reads past the IDAT that holds the last row, and its `load_end` stops at an unreadable
+/// chunk header), so the header probe must not refuse it either.
+#[test]
+fn png_probe_accepts_what_decode_accepts_after_the_image_data() {
+    let rows = pattern(8, 6);
+    let whole = png(8, 6, 8, 2, &rows, &[]);
+    let iend_at = whole.len() - 12;
+    let mut broken_type = whole.clone();
+    broken_type[iend_at + 6..iend_at + 8].copy_from_slice(b"\xb2\xb3");
+    let cut_header = whole[..iend_at + 3].to_vec();
+    for (name, data) in [
+        ("broken chunk type", broken_type),
+        ("cut chunk header", cut_header),
+    ] {
+        let img = decode_rgb(&data, &opts()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(img.data, rows, "{name}");
+        let dims = image_dimensions(&data, true).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(dims, (8, 6), "{name}");
+    }
+}

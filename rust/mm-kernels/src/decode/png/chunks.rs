@@ -419,17 +419,20 @@ impl<'a> IdatReader<'a> {
 }
 
 /// Offset just past the chunk where the image data ends, without decoding it (for probes):
-/// the end of the last consecutive IDAT chunk.
-pub(super) fn skip_image_data(data: &[u8], idat: usize) -> Result<usize> {
+/// the end of the last consecutive IDAT chunk. A chunk header that cannot be read (cut, or
+/// not a chunk type) ends the run too: the decode may never get that far (its last row can
+/// end in an earlier chunk), and after the image data Pillow's `load_end` stops at such a
+/// header rather than fail, so a probe that failed here would refuse an image Pillow decodes.
+pub(super) fn skip_image_data(data: &[u8], idat: usize) -> usize {
     let mut reader = IdatReader { data, next: idat };
     let mut end = idat;
     while reader.next != usize::MAX {
-        match reader.next_piece()? {
-            Some((_, chunk_end)) => end = chunk_end,
-            None => break,
+        match reader.next_piece() {
+            Ok(Some((_, chunk_end))) => end = chunk_end,
+            Ok(None) | Err(_) => break,
         }
     }
-    Ok(end)
+    end
 }
 
 /// Pillow's `load_end`: the chunks after the image data, CRCs unchecked, until IEND, the end

@@ -45,7 +45,7 @@ pub(crate) fn probe(data: &[u8]) -> Result<Header> {
     limits::non_empty(F, o.width.into(), o.height.into())?;
     // The orientation may sit in chunks after the image data: walk them (no pixel decode).
     let mut info = o.info;
-    let after = skip_image_data(data, o.idat)?;
+    let after = skip_image_data(data, o.idat);
     read_trailing_chunks(data, after, &mut info)?;
     Ok(Header {
         width: o.width,
