@@ -22,7 +22,7 @@ CARGO := cargo
 CARGO_FLAGS := --locked
 
 .PHONY: demo test build dist wheelhouse env system-deps lint rust-test rust-package py-test \
-	bench clean
+	fuzz-smoke bench clean
 
 demo: build
 	$(PY) -m sglang_mm_core.demo examples
@@ -86,6 +86,22 @@ rust-package: env
 
 py-test: build
 	$(PY) -m pytest -q
+
+# A bounded libFuzzer run of each decoder entry point (rust/mm-kernels/fuzz/README.md) from
+# the committed corpus; new inputs go to a scratch dir. cargo-fuzz wants nightly: the stable
+# compiler accepts its flags under RUSTC_BOOTSTRAP=1, set for these commands only.
+FUZZ_DIR := rust/mm-kernels/fuzz
+FUZZ_SECONDS := 20
+fuzz-smoke: env
+	$(CARGO) install --locked --quiet cargo-fuzz --version 0.13.2
+	@set -e; for t in decode_rgb image_dimensions; do \
+	  scratch=$$(mktemp -d); \
+	  (cd $(FUZZ_DIR) && RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run --target-dir $(CARGO_TARGET_DIR)/fuzz \
+	    $$t $$scratch corpus/$$t corpus/seeds -- \
+	    -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1) \
+	    || { rm -rf $$scratch; exit 1; }; \
+	  rm -rf $$scratch; \
+	done
 
 bench: build
 	$(PY) bench/bench_core.py
