@@ -7,9 +7,9 @@
 //! either way (`tests/differential.rs` checks it), but malformed ones are where decoders part,
 //! and the contract is to fail where Pillow fails and to give Pillow's pixels where it does not.
 //! Pillow skips stray bytes between blocks, decodes a file without its trailer, grows the
-//! image when the first frame reaches past the logical screen, keeps the rows an early end of
-//! the LZW data leaves at the background index, and refuses a cut inside a sub-block; each of
-//! those is a rule here, checked against Pillow by the Python parity suites.
+//! image when the first frame reaches past the logical screen, and refuses a file cut inside
+//! a data sub-block; each of those is a rule here, checked against Pillow by the Python parity
+//! suites.
 
 use super::convert::{convert_row, Lut, Palette, Source};
 use super::{bad, limits, DecodeOptions, Decoded, Format, Header};

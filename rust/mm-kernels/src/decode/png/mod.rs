@@ -5,12 +5,12 @@
 //!
 //! Why a reader of our own rather than the `png` crate: on valid files any decoder gives the
 //! same pixels, but on malformed ones each fails its own way, and the contract is Pillow's.
-//! Pillow decodes a PNG whose zlib stream ends early (the missing rows are black), one without
+//! Pillow decodes a PNG whose zlib stream ends early (the missing rows stay zero), one without
 //! IEND or with junk after the image data, and one whose chunks after IDAT have bad CRCs; it
 //! refuses a bad CRC before IDAT, a short chunk, an unknown filter byte, an over-large text
-//! chunk. A general-purpose decoder draws these lines elsewhere, so a server built on it would
-//! accept what the reference rejects, or fail what the reference decodes. This module follows
-//! Pillow's rules one by one; valid files are checked against the `png` crate
+//! chunk. A general-purpose decoder has no reason to draw these lines where Pillow does, and
+//! where it differs a server built on it would accept what the reference rejects, or fail
+//! what the reference decodes. This module follows Pillow's rules one by one; valid files are checked against the `png` crate
 //! (`tests/differential.rs`) and everything else against Pillow (the Python parity suites).
 //!
 //! The parts, in the order a decode runs them:
