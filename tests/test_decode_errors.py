@@ -71,10 +71,12 @@ def assert_fails_like_pillow(data: bytes, fmt: str, pillow_error: Exception, alp
         image_decode_rgb(data, alpha=alpha)
     msg = str(err.value)
     if isinstance(pillow_error, UnidentifiedImageError):
+        assert err.value.unsupported or err.value.format == fmt, msg
         assert msg.startswith(("unsupported image format", f"cannot decode {fmt} image")), msg
         with pytest.raises(DecodeError):
             image_dimensions(data)
         return
+    assert (err.value.format, err.value.unsupported) == (fmt, False), msg
     assert msg.startswith(f"cannot decode {fmt} image"), msg
     pillow_msg = str(pillow_error).lower()
     for pillow_says, we_say, truncation_ok in PILLOW_FAILURE_KINDS:
