@@ -19,6 +19,7 @@ DIST_NAMES := $(foreach p,$(DIST_PLUGINS),sglang_mm_$(notdir $(patsubst %/,%,$(p
 PLUGIN_WHEELS = $(foreach n,$(DIST_NAMES),$(wildcard $(DIST)/$(n)-*.whl))
 WHEELHOUSE := $(DIST)/wheelhouse
 CARGO := cargo
+CARGO_HOME_DIR := $(or $(CARGO_HOME),$(HOME)/.cargo)
 CARGO_FLAGS := --locked
 
 .PHONY: demo test build dist wheelhouse env system-deps lint rust-test rust-package py-test \
@@ -80,9 +81,19 @@ rust-test: env
 	$(CARGO) test $(CARGO_FLAGS) --release -p mm-kernels --features parallel
 	$(CARGO) test $(CARGO_FLAGS) --release -p qwen-vl-py -p inkling-py
 
-# The kernel crates as crates.io would receive them (built and verified from the package).
+# The kernel crates as crates.io would receive them, built and verified from the package.
+# Verification unpacks them from a temporary local registry, and cargo takes a crate of an
+# already seen registry and version for immutable: an older unpacked copy (in
+# $CARGO_HOME/registry/src/-<hash>/) or build of the same 0.1.0 would be reused. So both go
+# first: the copies of that local registry only (never crates.io's), and a target dir of its own.
+PACKAGE_DIR := $(CARGO_TARGET_DIR)/package
 rust-package: env
-	$(CARGO) package $(CARGO_FLAGS) -p mm-kernels -p mm-pyglue --allow-dirty
+	rm -rf $(PACKAGE_DIR) $(CARGO_TARGET_DIR)/package-verify \
+	  $(CARGO_HOME_DIR)/registry/src/-*/mm-kernels-* $(CARGO_HOME_DIR)/registry/src/-*/mm-pyglue-*
+	$(CARGO) package $(CARGO_FLAGS) -p mm-kernels -p mm-pyglue --allow-dirty \
+	  --target-dir $(CARGO_TARGET_DIR)/package-verify
+	mkdir -p $(PACKAGE_DIR)
+	cp $(CARGO_TARGET_DIR)/package-verify/package/*.crate $(PACKAGE_DIR)/
 
 py-test: build
 	$(PY) -m pytest -q

@@ -15,6 +15,7 @@ from sglang_mm_core import plugin as mm
 
 from . import _native
 
+
 class SquareParams(mm.FamilyParams):
     """The spec's ``params``; every rule is checked when the spec is loaded."""
 

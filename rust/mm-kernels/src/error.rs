@@ -12,7 +12,9 @@ pub enum KernelError {
     /// The format was recognised but the data is broken or uses an unsupported feature.
     #[error("cannot decode {format} image: {reason}")]
     Decode {
+        /// The format's name (`JPEG`, `PNG`, ...).
         format: &'static str,
+        /// What is wrong, as Pillow would say it where it can.
         reason: String,
     },
     /// A size limit without a name would be exceeded (an allocation, an internal cap).
@@ -82,6 +84,7 @@ impl KernelError {
     }
 }
 
+/// The result of every kernel.
 pub type Result<T> = std::result::Result<T, KernelError>;
 
 #[cfg(test)]

@@ -1,8 +1,5 @@
-//! Model-agnostic image kernels shared by the core and every family plugin.
-//!
-//! Pure Rust (no Python): decode, Pillow-exact resize, content hash, base64, and the one `par`
-//! seam through which every fan-out goes. Without the `parallel` feature nothing here spawns a
-//! thread, so a host that brings its own pool keeps full control.
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
 
 pub mod b64;
 #[cfg(feature = "decode")]

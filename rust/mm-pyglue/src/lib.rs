@@ -1,6 +1,8 @@
 //! The thin layer every extension module (core and plugins) shares, so that a kernel error
 //! becomes the same typed Python exception whichever wheel raised it.
 
+#![warn(missing_docs)]
+
 use mm_kernels::{KernelError, RgbView};
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray3, PyUntypedArrayMethods};
 use pyo3::prelude::*;

@@ -34,6 +34,7 @@ pub enum Alpha {
 }
 
 impl Alpha {
+    /// The mode named `white` or `drop`.
     pub fn parse(name: &str) -> Result<Self> {
         match name {
             "white" => Ok(Self::White),
@@ -50,11 +51,17 @@ pub const DEFAULT_MAX_PIXELS: u64 = crate::limits::MAX_IMAGE_PIXELS;
 /// Largest side accepted by default ([`crate::limits::MAX_IMAGE_SIDE`]).
 pub const DEFAULT_MAX_SIDE: u32 = crate::limits::MAX_IMAGE_SIDE;
 
+/// How to decode: the spec's `decode` options and `limits`. The default is HuggingFace's
+/// `load_image` orientation with `convert_to_rgb`'s alpha, and Pillow's bomb threshold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DecodeOptions {
+    /// What becomes of transparency.
     pub alpha: Alpha,
+    /// Apply the EXIF orientation (1-8) first, as `ImageOps.exif_transpose` does.
     pub exif_orientation: bool,
+    /// Largest image accepted, in pixels, checked from the header before any allocation.
     pub max_pixels: u64,
+    /// Longest side accepted, checked from the header as well.
     pub max_side: u32,
 }
 
@@ -72,10 +79,15 @@ impl Default for DecodeOptions {
 /// The container formats we recognise by their magic bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
+    /// JPEG (baseline, progressive; gray, YCbCr, CMYK, YCCK), through libjpeg-turbo.
     Jpeg,
+    /// PNG of every 8-bit-or-less colour type, interlaced or not.
     Png,
+    /// WebP, lossy and lossless, through libwebp.
     WebP,
+    /// GIF, first frame.
     Gif,
+    /// BMP.
     Bmp,
 }
 
@@ -178,10 +190,12 @@ pub fn decode_rgb_rows<'a>(
 }
 
 impl RowDecode<'_> {
+    /// Width of the decoded (upright) image.
     pub fn width(&self) -> usize {
         self.width
     }
 
+    /// Height of the decoded (upright) image.
     pub fn height(&self) -> usize {
         self.height
     }

@@ -26,8 +26,12 @@ pub const MAX_RESIZE_SIDE: usize = MAX_IMAGE_SIDE as usize;
 /// Which reference the resampler reproduces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Resample {
+    /// Pillow's `Image.resize(..., LANCZOS)` on RGB uint8: bit-exact with Pillow 13 (and 12
+    /// with [`PassOrder::Pillow12`]).
     PilLanczos,
+    /// Pillow's `Image.resize(..., BICUBIC)` on RGB uint8: bit-exact, as `PilLanczos`.
     PilBicubic,
+    /// torchvision's `resize(..., BICUBIC, antialias=True)` on a uint8 tensor (CPU): bit-exact.
     AtenU8,
 }
 
@@ -42,6 +46,7 @@ pub enum PassOrder {
 }
 
 impl Resample {
+    /// The resampler named `pil_lanczos`, `pil_bicubic` or `aten_u8`.
     pub fn parse(name: &str) -> Result<Self> {
         match name {
             "pil_lanczos" => Ok(Self::PilLanczos),
@@ -64,6 +69,7 @@ impl Resample {
 }
 
 impl PassOrder {
+    /// The order named `pillow13` or `pillow12`.
     pub fn parse(name: &str) -> Result<Self> {
         match name {
             "pillow13" => Ok(Self::Pillow13),
@@ -102,14 +108,20 @@ const CHUNK_ROWS: usize = 64;
 /// A planned resize from `in_w x in_h` to `out_w x out_h`, reusable across images of that size.
 #[derive(Clone, Debug)]
 pub struct ResizePlan {
+    /// Input width.
     pub in_w: usize,
+    /// Input height.
     pub in_h: usize,
+    /// Output width.
     pub out_w: usize,
+    /// Output height.
     pub out_h: usize,
     steps: Steps,
 }
 
 impl ResizePlan {
+    /// Plan a resize; refused for an empty input or an output over [`MAX_RESIZE_PIXELS`] /
+    /// [`MAX_RESIZE_SIDE`]. The plan's output is bit-exact with the reference of `resample`.
     pub fn new(
         in_w: usize,
         in_h: usize,
