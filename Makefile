@@ -23,12 +23,12 @@ CARGO_HOME_DIR := $(or $(CARGO_HOME),$(HOME)/.cargo)
 CARGO_FLAGS := --locked
 
 .PHONY: demo test build dist wheelhouse env system-deps lint rust-test rust-package py-test \
-	fuzz-smoke bench clean
+	fuzz-smoke fuzz-asan bench clean
 
 demo: build
 	$(PY) -m sglang_mm_core.demo examples
 
-test: build lint rust-test rust-package wheelhouse py-test
+test: build lint rust-test rust-package fuzz-smoke wheelhouse py-test
 
 env: $(VENV)/.installed
 
@@ -99,18 +99,34 @@ py-test: build
 	$(PY) -m pytest -q
 
 # A bounded libFuzzer run of each decoder entry point (rust/mm-kernels/fuzz/README.md) from
-# the committed corpus; new inputs go to a scratch dir. cargo-fuzz wants nightly: the stable
-# compiler accepts its flags under RUSTC_BOOTSTRAP=1, set for these commands only.
+# the committed corpus; new inputs go to a scratch dir. `fuzz-smoke` (part of `make test`)
+# builds the targets with plain stable cargo and coverage flags, no tool to install;
+# `fuzz-asan` runs them under cargo-fuzz with AddressSanitizer (cargo-fuzz wants nightly: the
+# stable compiler accepts its flags under RUSTC_BOOTSTRAP=1, set for these commands only).
 FUZZ_DIR := rust/mm-kernels/fuzz
-FUZZ_SECONDS := 20
+FUZZ_SECONDS := 15
+FUZZ_TARGETS := decode_rgb image_dimensions
+FUZZ_TRIPLE := $(shell rustc -vV | sed -n 's/^host: //p')
+FUZZ_RUSTFLAGS := --cfg fuzzing -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
+  -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
+  -Cllvm-args=-sanitizer-coverage-trace-compares -Cdebug-assertions -Coverflow-checks
+FUZZ_ARGS = -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
 fuzz-smoke: env
+	cd $(FUZZ_DIR) && RUSTFLAGS="$(FUZZ_RUSTFLAGS)" $(CARGO) build --release --quiet --bins \
+	  --target $(FUZZ_TRIPLE) --target-dir $(CARGO_TARGET_DIR)/fuzz-plain
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  scratch=$$(mktemp -d); \
+	  $(CARGO_TARGET_DIR)/fuzz-plain/$(FUZZ_TRIPLE)/release/$$t $$scratch \
+	    $(FUZZ_DIR)/corpus/$$t $(FUZZ_DIR)/corpus/seeds $(FUZZ_ARGS) || { rm -rf $$scratch; exit 1; }; \
+	  rm -rf $$scratch; \
+	done
+
+fuzz-asan: env
 	$(CARGO) install --locked --quiet cargo-fuzz --version 0.13.2
-	@set -e; for t in decode_rgb image_dimensions; do \
+	@set -e; for t in $(FUZZ_TARGETS); do \
 	  scratch=$$(mktemp -d); \
 	  (cd $(FUZZ_DIR) && RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run --target-dir $(CARGO_TARGET_DIR)/fuzz \
-	    $$t $$scratch corpus/$$t corpus/seeds -- \
-	    -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1) \
-	    || { rm -rf $$scratch; exit 1; }; \
+	    $$t $$scratch corpus/$$t corpus/seeds -- $(FUZZ_ARGS)) || { rm -rf $$scratch; exit 1; }; \
 	  rm -rf $$scratch; \
 	done
 
