@@ -1,5 +1,6 @@
-"""`pil_lanczos` / `pil_bicubic` / `pil_bilinear` against Pillow's own `Image.resize` (the installed Pillow 13),
-bit for bit: seeded random sizes, edge shapes, both pass orders, real photos, thread counts."""
+"""`pil_lanczos` / `pil_bicubic` / `pil_bilinear` against Pillow's own `Image.resize` (the
+installed Pillow 13), bit for bit: seeded random sizes, edge shapes, both pass orders, real
+photos, thread counts."""
 
 from __future__ import annotations
 
