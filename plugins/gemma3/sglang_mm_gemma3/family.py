@@ -5,8 +5,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import ClassVar
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -151,3 +152,24 @@ class Gemma3Family(mm.Family):
 
     def prompt_tokens_for_dimensions(self, width: int, height: int) -> int:
         return len(self._pattern(self._crops_for_dimensions(width, height)).ids)
+
+    @classmethod
+    def spec_from_hf(
+        cls,
+        preprocessor_config: Mapping[str, Any] | str | Path,
+        config: Mapping[str, Any] | None = None,
+        *,
+        resample: str = "aten_u8",
+        do_pan_and_scan: bool | None = None,
+        token_ids: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """A spec for a HuggingFace model directory, or its two parsed config files."""
+        from .hf import spec_from_hf
+
+        return spec_from_hf(
+            preprocessor_config,
+            config,
+            resample=resample,
+            do_pan_and_scan=do_pan_and_scan,
+            token_ids=token_ids,
+        )
