@@ -14,10 +14,14 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
+import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _gemma3_corpus import SAMPLES, make_input
 
 OUT = Path(__file__).parent / "fixtures" / "aten_goldens.json"
 
@@ -39,20 +43,8 @@ CASES: list[tuple[str, dict[str, Any], bool]] = [
 ]
 
 
-def make_input(source: dict[str, Any]) -> np.ndarray:
-    if "photo" in source:
-        import skimage.data
-
-        return np.ascontiguousarray(getattr(skimage.data, source["photo"])()[:, :, :3])
-    w, h, seed = source["noise"]
-    return np.random.default_rng(seed).integers(0, 256, (h, w, 3), dtype=np.uint8)
-
-
 def sha256(a: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
-
-
-SAMPLES = [(0, 0, 0), (1, 100, 200), (2, 447, 448), (0, 895, 895), (1, 300, 17), (2, 640, 3)]
 
 
 def samples(pv: np.ndarray) -> list[list[float]]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gen_goldens import SAMPLES, make_input
+from _gemma3_corpus import SAMPLES, make_input
 from sglang_mm_gemma3 import Gemma3Family, Gemma3Params
 
 GOLDENS = json.loads((Path(__file__).parent / "fixtures" / "aten_goldens.json").read_text())
