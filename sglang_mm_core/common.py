@@ -79,14 +79,18 @@ def resize_rgb(
     arr: npt.NDArray[np.uint8],
     out_w: int,
     out_h: int,
-    resample: Literal["pil_lanczos", "pil_bicubic", "aten_u8"] = "pil_lanczos",
+    resample: Literal[
+        "pil_lanczos", "pil_bicubic", "pil_bilinear", "aten_u8", "aten_u8_bilinear"
+    ] = "pil_lanczos",
     *,
     pass_order: Literal["pillow13", "pillow12"] = "pillow13",
     threads: int = 1,
 ) -> npt.NDArray[np.uint8]:
-    """Resize a C-contiguous RGB uint8 ``[h, w, 3]`` array, bit-exact with Pillow
-    (``pil_lanczos``, ``pil_bicubic``) or torchvision's antialiased uint8 bicubic
-    (``aten_u8``). ``threads`` splits rows; the result does not depend on it."""
+    """Resize a C-contiguous RGB uint8 ``[h, w, 3]`` array, bit-exact with Pillow 13's
+    ``Image.resize`` (``pil_lanczos``, ``pil_bicubic``, ``pil_bilinear``; ``pass_order``
+    ``pillow12`` reproduces older Pillow) or torchvision's antialiased uint8 resize
+    (``aten_u8`` bicubic, ``aten_u8_bilinear``). ``threads`` splits rows; the result does not
+    depend on it."""
     return _native.resize_rgb(arr, out_w, out_h, resample, pass_order, threads)
 
 

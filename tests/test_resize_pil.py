@@ -1,5 +1,6 @@
-"""`pil_lanczos` / `pil_bicubic` against Pillow's own `Image.resize` (the installed Pillow 13),
-bit for bit: seeded random sizes, edge shapes, both pass orders, real photos, thread counts."""
+"""`pil_lanczos` / `pil_bicubic` / `pil_bilinear` against Pillow's own `Image.resize` (the
+installed Pillow 13), bit for bit: seeded random sizes, edge shapes, both pass orders, real
+photos, thread counts."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ from PIL import Image
 from sglang_mm_core.common import resize_rgb
 from sglang_mm_core.errors import KernelArgumentError
 
-FILTERS = {"pil_lanczos": Image.Resampling.LANCZOS, "pil_bicubic": Image.Resampling.BICUBIC}
+FILTERS = {
+    "pil_lanczos": Image.Resampling.LANCZOS,
+    "pil_bicubic": Image.Resampling.BICUBIC,
+    "pil_bilinear": Image.Resampling.BILINEAR,
+}
 
 
 def pillow(img: np.ndarray, ow: int, oh: int, resample: str, order: str) -> np.ndarray:
@@ -138,7 +143,7 @@ def test_large_downscale_of_12mp_photo(
             np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("resample", ["pil_lanczos", "pil_bicubic", "aten_u8"])
+@pytest.mark.parametrize("resample", [*FILTERS, "aten_u8", "aten_u8_bilinear"])
 def test_thread_counts_are_bit_identical(resample: str) -> None:
     for w, h, ow, oh in [(257, 190, 123, 401), (1000, 700, 333, 77), (31, 900, 29, 100)]:
         img = noise(w, h, seed=3)

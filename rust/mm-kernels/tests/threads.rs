@@ -99,7 +99,13 @@ fn kernels_start_no_threads_unless_parallel_and_join_all_they_start() {
     };
     let pixels: Vec<u8> = (0..640 * 480 * 3).map(|i| (i % 253) as u8).collect();
     let img = RgbView::new(640, 480, &pixels).expect("valid view");
-    for resample in [Resample::PilLanczos, Resample::PilBicubic, Resample::AtenU8] {
+    for resample in [
+        Resample::PilLanczos,
+        Resample::PilBicubic,
+        Resample::PilBilinear,
+        Resample::AtenU8,
+        Resample::AtenU8Bilinear,
+    ] {
         for order in [PassOrder::Pillow13, PassOrder::Pillow12] {
             for (w, h) in [(320, 240), (700, 100), (100, 700), (640, 33), (1, 1)] {
                 check("resize_rgb", &|| {

@@ -23,6 +23,9 @@ pub enum Filter {
     PilLanczos,
     /// aten's `HelperInterpCubic::aa_filter` (a = -0.5, `cubic_convolution1/2` forms).
     AtenCubic,
+    /// The triangle `1 - |x|` on `(-1, 1)`: Pillow's `bilinear_filter` and aten's
+    /// `HelperInterpLinear::aa_filter`, which compute it with the same float expression.
+    Triangle,
 }
 
 impl Filter {
@@ -31,6 +34,7 @@ impl Filter {
         match self {
             Self::PilBicubic | Self::AtenCubic => 2.0,
             Self::PilLanczos => 3.0,
+            Self::Triangle => 1.0,
         }
     }
 
@@ -62,6 +66,14 @@ impl Filter {
                     ((A + 2.0) * x - (A + 3.0)) * x * x + 1.0
                 } else if x < 2.0 {
                     ((A * x - 5.0 * A) * x + 8.0 * A) * x - 4.0 * A
+                } else {
+                    0.0
+                }
+            }
+            Self::Triangle => {
+                let x = if x < 0.0 { -x } else { x };
+                if x < 1.0 {
+                    1.0 - x
                 } else {
                     0.0
                 }
@@ -152,6 +164,11 @@ impl AxisCoeffs {
     /// aten's uint8 antialiased bicubic table along one axis.
     pub fn aten_bicubic(in_size: usize, out_size: usize) -> Result<Self> {
         Self::new(Filter::AtenCubic, Precision::AtenInt16, in_size, out_size)
+    }
+
+    /// aten's uint8 antialiased bilinear table along one axis.
+    pub fn aten_bilinear(in_size: usize, out_size: usize) -> Result<Self> {
+        Self::new(Filter::Triangle, Precision::AtenInt16, in_size, out_size)
     }
 
     /// The weights of output `i`.
@@ -270,7 +287,7 @@ mod tests {
     #[test]
     fn weights_sum_to_one_in_fixed_point() {
         for (i, o) in [(100, 37), (37, 100), (5, 5), (4032, 1288), (1, 9)] {
-            for f in [Filter::PilBicubic, Filter::PilLanczos] {
+            for f in [Filter::PilBicubic, Filter::PilLanczos, Filter::Triangle] {
                 let c = AxisCoeffs::pil(f, i, o).unwrap();
                 for k in 0..o {
                     let s: i64 = c.taps(k).iter().map(|&w| i64::from(w)).sum();
@@ -283,9 +300,13 @@ mod tests {
     #[test]
     fn aten_precision_keeps_weights_in_int16() {
         for (i, o) in [(100, 37), (37, 100), (4032, 1288), (3, 2000)] {
-            let c = AxisCoeffs::aten_bicubic(i, o).unwrap();
-            assert!(c.weights.iter().all(|&w| i16::try_from(w).is_ok()));
-            assert!((1..=22).contains(&c.precision));
+            for c in [
+                AxisCoeffs::aten_bicubic(i, o).unwrap(),
+                AxisCoeffs::aten_bilinear(i, o).unwrap(),
+            ] {
+                assert!(c.weights.iter().all(|&w| i16::try_from(w).is_ok()));
+                assert!((1..=22).contains(&c.precision));
+            }
         }
     }
 }

@@ -1,5 +1,8 @@
-//! Separable fixed-point resize, bit-exact with Pillow (`pil_lanczos`, `pil_bicubic`) and with
-//! torchvision's uint8 antialiased bicubic (`aten_u8`).
+//! Separable fixed-point resize, bit-exact with Pillow 13's `Image.resize` (`pil_lanczos`,
+//! `pil_bicubic`, `pil_bilinear`) and with torchvision's uint8 antialiased resize (`aten_u8`,
+//! bicubic; `aten_u8_bilinear`). Every resampler shares one geometry (Pillow's
+//! `precompute_coeffs`) and the same two passes; they differ in the filter and the fixed-point
+//! precision of the weights.
 //!
 //! A resize is planned once per (input size, output size, resampler, pass order) — coefficient
 //! tables and pass order — and then run; [`ResizePlan`] lets a caller reuse one plan across many
@@ -23,19 +26,27 @@ pub const MAX_RESIZE_PIXELS: u64 = MAX_IMAGE_PIXELS;
 /// Largest output side.
 pub const MAX_RESIZE_SIDE: usize = MAX_IMAGE_SIDE as usize;
 
-/// Which reference the resampler reproduces.
+/// Which reference the resampler reproduces. Parity: every variant is bit-exact with its
+/// reference on RGB uint8, for every size the caps allow (tested against live Pillow and
+/// against committed torchvision goldens).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Resample {
-    /// Pillow's `Image.resize(..., LANCZOS)` on RGB uint8: bit-exact with Pillow 13 (and 12
-    /// with [`PassOrder::Pillow12`]).
+    /// Pillow's `Image.resize(..., LANCZOS)`: support 3, 22-bit weights; bit-exact with Pillow 13
+    /// (and older Pillow with [`PassOrder::Pillow12`]).
     PilLanczos,
-    /// Pillow's `Image.resize(..., BICUBIC)` on RGB uint8: bit-exact, as `PilLanczos`.
+    /// Pillow's `Image.resize(..., BICUBIC)`: a = -0.5, support 2, 22-bit weights.
     PilBicubic,
-    /// torchvision's `resize(..., BICUBIC, antialias=True)` on a uint8 tensor (CPU): bit-exact.
+    /// Pillow's `Image.resize(..., BILINEAR)`: the triangle filter, support 1, 22-bit weights.
+    PilBilinear,
+    /// torchvision's `resize(uint8, BICUBIC, antialias=True)` on the CPU: int16 weights,
+    /// horizontal first; bit-exact.
     AtenU8,
+    /// torchvision's `resize(uint8, BILINEAR, antialias=True)`: the triangle with aten's int16
+    /// weights, horizontal first.
+    AtenU8Bilinear,
 }
 
-/// Pass order of the Pillow resamplers (`aten_u8` is always horizontal first).
+/// Pass order of the Pillow resamplers (the `aten_u8*` ones are always horizontal first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum PassOrder {
     /// Pillow >= 13: vertical first when `(h - h') > 0` and `(h - h') > 2 * (w - w')`.
@@ -51,9 +62,12 @@ impl Resample {
         match name {
             "pil_lanczos" => Ok(Self::PilLanczos),
             "pil_bicubic" => Ok(Self::PilBicubic),
+            "pil_bilinear" => Ok(Self::PilBilinear),
             "aten_u8" => Ok(Self::AtenU8),
+            "aten_u8_bilinear" => Ok(Self::AtenU8Bilinear),
             other => Err(KernelError::InvalidArgument(format!(
-                "unknown resample {other:?} (expected pil_lanczos, pil_bicubic or aten_u8)"
+                "unknown resample {other:?} (expected pil_lanczos, pil_bicubic, pil_bilinear, \
+                 aten_u8 or aten_u8_bilinear)"
             ))),
         }
     }
@@ -63,7 +77,9 @@ impl Resample {
         match self {
             Self::PilLanczos => AxisCoeffs::pil(Filter::PilLanczos, in_size, out_size),
             Self::PilBicubic => AxisCoeffs::pil(Filter::PilBicubic, in_size, out_size),
+            Self::PilBilinear => AxisCoeffs::pil(Filter::Triangle, in_size, out_size),
             Self::AtenU8 => AxisCoeffs::aten_bicubic(in_size, out_size),
+            Self::AtenU8Bilinear => AxisCoeffs::aten_bilinear(in_size, out_size),
         }
     }
 }
@@ -139,7 +155,7 @@ impl ResizePlan {
         let need_h = out_w != in_w;
         let need_v = out_h != in_h;
         let vertical_first = match (resample, order) {
-            (Resample::AtenU8, _) | (_, PassOrder::Pillow12) => false,
+            (Resample::AtenU8 | Resample::AtenU8Bilinear, _) | (_, PassOrder::Pillow12) => false,
             // Pillow >= 13 (`ImagingResampleInner`), compared in signed arithmetic.
             (_, PassOrder::Pillow13) => {
                 let dh = in_h as i128 - out_h as i128;
@@ -446,6 +462,14 @@ pub fn resize_rgb(
 mod tests {
     use super::*;
 
+    const ALL: [Resample; 5] = [
+        Resample::PilLanczos,
+        Resample::PilBicubic,
+        Resample::PilBilinear,
+        Resample::AtenU8,
+        Resample::AtenU8Bilinear,
+    ];
+
     fn gradient(w: usize, h: usize) -> RgbImage {
         let data = (0..w * h * 3).map(|i| (i * 7 % 251) as u8).collect();
         RgbImage::new(w, h, data).unwrap()
@@ -454,7 +478,7 @@ mod tests {
     #[test]
     fn identity_is_a_copy() {
         let img = gradient(13, 7);
-        for r in [Resample::PilLanczos, Resample::PilBicubic, Resample::AtenU8] {
+        for r in ALL {
             let out = resize_rgb(img.view(), 13, 7, r, PassOrder::Pillow13, &Par::inline());
             assert_eq!(out.unwrap(), img);
         }
@@ -463,7 +487,7 @@ mod tests {
     #[test]
     fn constant_image_stays_constant() {
         let img = RgbImage::new(31, 17, [10u8, 200, 99].repeat(31 * 17)).unwrap();
-        for r in [Resample::PilLanczos, Resample::PilBicubic, Resample::AtenU8] {
+        for r in ALL {
             for (w, h) in [(7, 40), (64, 3), (1, 1), (31, 5), (100, 17)] {
                 let out = resize_rgb(img.view(), w, h, r, PassOrder::Pillow13, &Par::new(3));
                 let out = out.unwrap();
@@ -507,7 +531,7 @@ mod tests {
     #[test]
     fn bands_of_rows_equal_the_whole_resize() {
         let img = gradient(37, 29);
-        for r in [Resample::PilLanczos, Resample::PilBicubic, Resample::AtenU8] {
+        for r in ALL {
             for (w, h) in [
                 (37, 29),
                 (50, 29),

@@ -441,12 +441,16 @@ mod tests {
                 (w * 2 + 1, h * 3 + 2),
                 ((w / 3).max(1), (h / 2).max(1)),
             ] {
-                for f in [Filter::PilLanczos, Filter::PilBicubic] {
+                for f in [Filter::PilLanczos, Filter::PilBicubic, Filter::Triangle] {
                     let hc = AxisCoeffs::pil(f, w, ow).unwrap();
                     let a = horizontal(src, &hc, &Par::new(2), Kernel::Auto);
                     let b = horizontal(src, &hc, &Par::inline(), Kernel::Portable);
                     assert_eq!(a, b, "horizontal {w}x{h} -> {ow}");
-                    let vc = AxisCoeffs::aten_bicubic(h, oh).unwrap();
+                    let vc = if f == Filter::Triangle {
+                        AxisCoeffs::aten_bilinear(h, oh).unwrap()
+                    } else {
+                        AxisCoeffs::aten_bicubic(h, oh).unwrap()
+                    };
                     let a = vertical(src, &vc, &Par::new(3), Kernel::Auto);
                     let b = vertical(src, &vc, &Par::inline(), Kernel::Portable);
                     assert_eq!(a, b, "vertical {w}x{h} -> {oh}");

@@ -1,0 +1,13 @@
+"""Entry point of the plugin (group ``sglang_mm`` in pyproject.toml)."""
+
+from __future__ import annotations
+
+from sglang_mm_core import plugin as mm
+
+from .family import Gemma3Family
+
+
+@mm.hookimpl
+def sglang_mm_families() -> list[type[mm.Family]]:
+    """The families this plugin offers."""
+    return [Gemma3Family]

@@ -1,0 +1,80 @@
+"""`spec_from_hf` on a local model directory shaped like google/gemma-3-*-it (the tokenizer is
+the local test one, saved as tokenizer.json), and its refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _gemma3_refs import ids, tokenizer
+from sglang_mm_gemma3 import Gemma3Family
+
+import sglang_mm_core as mm
+
+PRE: dict[str, Any] = {
+    "image_processor_type": "Gemma3ImageProcessor",
+    "processor_class": "Gemma3Processor",
+    "size": {"height": 896, "width": 896},
+    "resample": 2,
+    "do_resize": True,
+    "do_rescale": True,
+    "rescale_factor": 0.00392156862745098,
+    "do_normalize": True,
+    "image_mean": [0.5, 0.5, 0.5],
+    "image_std": [0.5, 0.5, 0.5],
+    "do_convert_rgb": None,
+    "do_pan_and_scan": None,
+    "pan_and_scan_min_crop_size": None,
+    "pan_and_scan_max_num_crops": None,
+    "pan_and_scan_min_ratio_to_activate": None,
+}
+CONFIG = {
+    "model_type": "gemma3",
+    "boi_token_index": 255999,
+    "eoi_token_index": 256000,
+    "image_token_index": 262144,
+    "mm_tokens_per_image": 256,
+}
+
+
+def _model_dir(root: Path) -> Path:
+    (root / "preprocessor_config.json").write_text(json.dumps(PRE))
+    (root / "config.json").write_text(json.dumps(CONFIG))
+    tokenizer().backend_tokenizer.save(str(root / "tokenizer.json"))
+    return root
+
+
+def test_model_dir_gives_the_it_spec_with_tokenizer_ids(tmp_path: Path) -> None:
+    spec = Gemma3Family.spec_from_hf(_model_dir(tmp_path), do_pan_and_scan=True)
+    p = spec["params"]
+    assert spec["family"] == "gemma3" and p["resample"] == "aten_u8" and p["size"] == 896
+    assert p["double_newline_token_id"] == 108
+    assert p["pan_and_scan_prefix_ids"] == ids("Here is the original image ")
+    assert p["pan_and_scan_separator_ids"] == ids(" ")
+    assert (p["pan_and_scan_min_crop_size"], p["pan_and_scan_max_num_crops"]) == (256, 4)
+    with mm.pipeline_from_spec(spec):
+        pass
+
+
+def test_the_bundled_example_is_what_spec_from_hf_gives() -> None:
+    example = Path(__file__).parents[3] / "examples" / "gemma3" / "spec.json"
+    want = json.loads(example.read_text())["params"]
+    got = Gemma3Family.spec_from_hf(PRE, CONFIG, resample="pil")["params"]
+    assert {k: got[k] for k in want} == want
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"resample": 3}, "not BILINEAR"),
+        ({"image_processor_type": "SiglipImageProcessor"}, "not Gemma 3's"),
+        ({"do_rescale": False}, "do_rescale"),
+        ({"size": {"height": 896, "width": 448}}, "square"),
+        ({"do_pan_and_scan": True}, "pan_and_scan_prefix_ids"),
+    ],
+)
+def test_what_cannot_be_matched_is_refused(change: dict[str, Any], words: str) -> None:
+    with pytest.raises(mm.SpecError, match=words):
+        Gemma3Family.spec_from_hf({**PRE, **change}, CONFIG)
