@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -139,3 +139,11 @@ class PixtralFamily(mm.Family):
     def rejected_conformance_sizes(self) -> tuple[mm.Size, ...]:
         n = self.p.longest_edge * 2 + 1
         return ((n, 1), (1, n))
+
+    @classmethod
+    def spec_from_hf(
+        cls, preprocessor_config: dict[str, Any], config: dict[str, Any]
+    ) -> dict[str, Any]:
+        from .hf import spec_from_hf
+
+        return spec_from_hf(preprocessor_config, config)
