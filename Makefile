@@ -79,7 +79,7 @@ lint: env
 rust-test: env
 	$(CARGO) test $(CARGO_FLAGS) --release -p mm-kernels
 	$(CARGO) test $(CARGO_FLAGS) --release -p mm-kernels --features parallel
-	$(CARGO) test $(CARGO_FLAGS) --release -p qwen-vl-py -p inkling-py -p gemma3-py
+	$(CARGO) test $(CARGO_FLAGS) --release -p qwen-vl-py -p inkling-py -p gemma3-py -p pixtral-py
 
 # The kernel crates as crates.io would receive them, built and verified from the package.
 # Verification unpacks them from a temporary local registry, and cargo takes a crate of an
@@ -131,9 +131,8 @@ fuzz-asan: env
 	done
 
 bench: build
-	$(PY) bench/bench_core.py
-	$(PY) bench/bench_inkling.py
-	$(PY) bench/bench_qwen_vl.py
+	@set -e; for b in bench/bench_core.py $(filter-out bench/bench_core.py bench/bench_server.py,$(wildcard bench/bench_*.py)); do \
+	  echo "== $$b"; $(PY) $$b; done
 
 clean:
 	rm -rf $(VENV) target dist
