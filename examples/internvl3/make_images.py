@@ -1,6 +1,6 @@
 """Regenerate the two example photos from scikit-image's bundled sample data (public-domain /
 CC0 samples shipped inside scikit-image), saved as JPEG: rocket (427x640) becomes a 2x3 grid
-plus a thumbnail, chelsea (451x300) a 2x1 grid plus a thumbnail."""
+plus a thumbnail, chelsea (451x300) a 3x2 grid plus a thumbnail."""
 
 from __future__ import annotations
 

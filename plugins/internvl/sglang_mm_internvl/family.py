@@ -88,7 +88,9 @@ class InternVLFamily(Family):
         return ProcessedItem(
             feature=Tensor(values, "float32"),
             aux={"num_patches": Tensor(np.array([t.tiles], dtype=np.int64), "int64")},
-            geometry=Geometry(t.rows * size, t.cols * size, (t.rows, t.cols, int(t.thumbnail), size)),
+            geometry=Geometry(
+                t.rows * size, t.cols * size, (t.rows, t.cols, int(t.thumbnail), size)
+            ),
         )
 
     def expected_feature_shape(self, geometry: Geometry) -> FeatureShape:

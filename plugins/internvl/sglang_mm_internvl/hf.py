@@ -128,7 +128,8 @@ def _side(value: Any, what: str) -> int:
 def _seq_length(config: Mapping[str, Any], tile: int) -> int:
     """Tokens per tile as the model computes them: ``(image_size / patch_size)^2 *
     downsample_ratio^2``, with the tower's image size checked against the tile size."""
-    vision = config.get("vision_config") if isinstance(config.get("vision_config"), dict) else {}
+    sub = config.get("vision_config")
+    vision: Mapping[str, Any] = sub if isinstance(sub, dict) else {}
     image_size = _side(vision.get("image_size", 448), "image_size")
     patch = _side(vision.get("patch_size", 14), "patch_size")
     if image_size != tile:
@@ -151,9 +152,7 @@ def _marker_ids(image_token_id: int, tokenizer_config: Mapping[str, Any] | None)
     else from the shipped tokenizers' table."""
     if tokenizer_config is not None:
         decoder = tokenizer_config.get("added_tokens_decoder") or {}
-        by_text = {
-            v.get("content"): int(k) for k, v in decoder.items() if isinstance(v, dict)
-        }
+        by_text = {v.get("content"): int(k) for k, v in decoder.items() if isinstance(v, dict)}
         if "<img>" in by_text and "</img>" in by_text:
             ctx = by_text.get("<IMG_CONTEXT>")
             if ctx is not None and ctx != image_token_id:

@@ -78,12 +78,27 @@ def cases() -> list[dict[str, Any]]:
         (640, 480, "min3"),
     ]:
         seed = w * 7 + h
-        add(f"noise-{w}x{h}-{params}", params, {"noise": [w, h, seed]}, np.asarray(noise(w, h, seed)))
+        add(
+            f"noise-{w}x{h}-{params}",
+            params,
+            {"noise": [w, h, seed]},
+            np.asarray(noise(w, h, seed)),
+        )
     for w, h in [(1, 1), (5, 3), (13, 80), (80, 13), (100, 61), (29, 29), (300, 7)]:
-        add(f"tile28-noise-{w}x{h}", "tile28", {"noise": [w, h, w + h]}, np.asarray(noise(w, h, w + h)))
+        add(
+            f"tile28-noise-{w}x{h}",
+            "tile28",
+            {"noise": [w, h, w + h]},
+            np.asarray(noise(w, h, w + h)),
+        )
         add(f"tile28-gradient-{w}x{h}", "tile28", {"gradient": [w, h]}, np.asarray(gradient(w, h)))
     for w, h in [(170, 97), (41, 250), (56, 56)]:
-        add(f"tile56-noise-{w}x{h}", "tile56_min2_max6", {"noise": [w, h, 5]}, np.asarray(noise(w, h, 5)))
+        add(
+            f"tile56-noise-{w}x{h}",
+            "tile56_min2_max6",
+            {"noise": [w, h, 5]},
+            np.asarray(noise(w, h, 5)),
+        )
     return out
 
 
@@ -163,11 +178,16 @@ def gen_aten() -> None:
         store(entry, arrays, key, pv)
         meta_cases.append(entry)
         print(f"{key}: {tuple(arr.shape)} -> {pv.shape} ({entry['stored']})")
-    write("aten_goldens", arrays, {
-        "reference": "transformers.GotOcr2ImageProcessor (torchvision backend, CPU, crop_to_patches)",
-        "params": PARAMS,
-        "cases": meta_cases,
-    })
+    write(
+        "aten_goldens",
+        arrays,
+        {
+            "reference": "transformers.GotOcr2ImageProcessor "
+            "(torchvision backend, CPU, crop_to_patches)",
+            "params": PARAMS,
+            "cases": meta_cases,
+        },
+    )
 
 
 # --- the model card's load_image ----------------------------------------------------------------
@@ -255,11 +275,15 @@ def gen_model_card() -> None:
         store(entry, arrays, key, pv)
         meta_cases.append(entry)
         print(f"model card {key}: {tuple(arr.shape)} -> {pv.shape}")
-    write("model_card_goldens", arrays, {
-        "reference": "InternVL model card load_image (dynamic_preprocess + torchvision T.Resize, "
-        "T.ToTensor, T.Normalize)",
-        "cases": meta_cases,
-    })
+    write(
+        "model_card_goldens",
+        arrays,
+        {
+            "reference": "InternVL model card load_image "
+            "(dynamic_preprocess + torchvision T.Resize, T.ToTensor, T.Normalize)",
+            "cases": meta_cases,
+        },
+    )
 
 
 def write(name: str, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:

@@ -99,7 +99,9 @@ def test_threads_do_not_change_bits():
     arr = np.asarray(photo("rocket.jpg"))
     one = fam.process_item(arr, threads=1).feature.array
     for threads in (2, 5):
-        np.testing.assert_array_equal(as_bits(fam.process_item(arr, threads=threads).feature.array), as_bits(one))
+        np.testing.assert_array_equal(
+            as_bits(fam.process_item(arr, threads=threads).feature.array), as_bits(one)
+        )
 
 
 def test_normalize_table_is_hfs_rescale_and_normalize():
@@ -108,7 +110,9 @@ def test_normalize_table_is_hfs_rescale_and_normalize():
     table = family().normalize_table()
     v = np.arange(256, dtype=np.uint8)
     x = (v.astype(np.float64) * (1 / 255)).astype(np.float32)
-    want = (x[None, :] - np.asarray(MEAN, np.float32)[:, None]) / np.asarray(STD, np.float32)[:, None]
+    want = (x[None, :] - np.asarray(MEAN, np.float32)[:, None]) / np.asarray(STD, np.float32)[
+        :, None
+    ]
     np.testing.assert_array_equal(as_bits(table), as_bits(want.astype(np.float32)))
 
 
@@ -124,7 +128,9 @@ MODEL_CARD_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("kind", "src", "kw"), MODEL_CARD_CASES, ids=[str(c[1]) + str(c[2]) for c in MODEL_CARD_CASES])
+@pytest.mark.parametrize(
+    ("kind", "src", "kw"), MODEL_CARD_CASES, ids=[str(c[1]) + str(c[2]) for c in MODEL_CARD_CASES]
+)
 def test_model_card_mode(kind, src, kw):
     image = photo(src) if kind == "photo" else noise(*src, seed=3)
     fam = family(tiling="model_card", **kw)
