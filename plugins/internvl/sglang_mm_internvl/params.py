@@ -17,9 +17,11 @@ Triple = tuple[float, float, float]
 IMAGENET_DEFAULT_MEAN: Triple = (0.485, 0.456, 0.406)
 IMAGENET_DEFAULT_STD: Triple = (0.229, 0.224, 0.225)
 
-#: Most tiles one image may take (HF has no bound; this one keeps a request's memory bounded:
-#: 64 tiles of 448 pixels are 154 MB of float32).
+#: Most grid tiles one image may take (HF has no bound; with the output cap below it keeps one
+#: image's memory bounded).
 MAX_PATCHES_CAP = 64
+#: Most bytes of float32 ``pixel_values`` one image may become (grid plus thumbnail).
+MAX_OUTPUT_BYTES = 1 << 30
 
 
 class InternVLParams(FamilyParams):
@@ -77,6 +79,13 @@ class InternVLParams(FamilyParams):
         }
         if len(set(ids.values())) != len(ids):
             raise ValueError(f"image, start_image and end_image token ids must differ: {ids}")
+        most = (self.max_patches + 1) * 3 * self.tile_size**2 * 4
+        if most > MAX_OUTPUT_BYTES:
+            raise ValueError(
+                f"max_patches {self.max_patches} tiles of {self.tile_size} pixels (plus the "
+                f"thumbnail) would let one image make {most} bytes of pixel_values, over the "
+                f"cap of {MAX_OUTPUT_BYTES}"
+            )
         if self.tiling == "model_card" and self.resample != "pil":
             raise ValueError(
                 "tiling 'model_card' resizes with Pillow (torchvision T.Resize on a PIL image): "
@@ -98,6 +107,7 @@ __all__ = [
     "IMAGENET_DEFAULT_STD",
     "INTERNVL3",
     "INTERNVL3_5",
+    "MAX_OUTPUT_BYTES",
     "MAX_PATCHES_CAP",
     "InternVLParams",
 ]

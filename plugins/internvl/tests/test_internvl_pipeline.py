@@ -105,6 +105,7 @@ def test_zero_side_is_refused():
         ({"image_std": [0.5, 0.0, 0.5]}, r"image_std\[1\] is 0.0"),
         ({"min_patches": 5, "max_patches": 4}, r"min_patches \(5\) must not exceed"),
         ({"max_patches": 65}, r"max_patches"),
+        ({"tile_size": 4096, "max_patches": 12}, r"over the cap of 1073741824"),
         ({"tiling": "model_card"}, r"needs resample 'pil'"),
         ({"image_token_id": 151665}, r"token ids must differ"),
         ({"use_thumbnail": False}, r"use_thumbnail"),

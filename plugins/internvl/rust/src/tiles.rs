@@ -136,18 +136,24 @@ fn fill(
 }
 
 /// Row `yy` (within its tiles) of a canvas row: pixel `x` of tile column `c` goes to tile `c`,
-/// channel plane `ch`, at `[ch][yy][x % t]`.
+/// channel plane `ch`, at `[ch][yy][x % t]`. One pass over the pixels writes all three planes.
 #[inline]
 fn scatter_row(row: &[u8], yy: usize, t: usize, cols: usize, table: &Table, dst: &mut [f32]) {
     let plane = t * t;
-    for c in 0..cols {
-        let px = &row[c * t * 3..(c + 1) * t * 3];
-        let base = c * 3 * plane + yy * t;
-        for (ch, lut) in table.iter().enumerate() {
-            let at = base + ch * plane;
-            for (d, p) in dst[at..at + t].iter_mut().zip(px.chunks_exact(3)) {
-                *d = lut[usize::from(p[ch])];
-            }
+    let [l0, l1, l2] = table;
+    for (c, px) in row.chunks_exact(t * 3).take(cols).enumerate() {
+        let tile = &mut dst[c * 3 * plane..(c + 1) * 3 * plane];
+        let (p0, rest) = tile.split_at_mut(plane);
+        let (p1, p2) = rest.split_at_mut(plane);
+        let at = yy * t..(yy + 1) * t;
+        let lanes = p0[at.clone()]
+            .iter_mut()
+            .zip(p1[at.clone()].iter_mut())
+            .zip(p2[at].iter_mut());
+        for (((d0, d1), d2), p) in lanes.zip(px.chunks_exact(3)) {
+            *d0 = l0[usize::from(p[0])];
+            *d1 = l1[usize::from(p[1])];
+            *d2 = l2[usize::from(p[2])];
         }
     }
 }
