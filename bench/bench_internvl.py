@@ -1,8 +1,8 @@
 """InternVL family vs its references, in one process, one thread on every side, interleaved
 round by round (so load from elsewhere on the machine hits every side alike), medians printed.
 
-From JPEG bytes of a 1080p photo mosaic and a 12-megapixel one to ``pixel_values`` (13 tiles of
-448 pixels, float32, about 31 MB, for both), against:
+From JPEG bytes of a 1080p photo mosaic and a 12-megapixel one to ``pixel_values`` (9 tiles of
+448 pixels for 1080p, 22 MB of float32; 13 tiles, 31 MB, for the 4:3 12 MP one), against:
 
   - Pillow's decode alone (``Image.open(...).convert("RGB")``): a bit-exact pipeline must
     decode every pixel, so this is its floor (target: at most 1.5x of it, or >= 5x faster
