@@ -1,0 +1,233 @@
+"""`spec_from_hf`: an `internvl` spec from a HuggingFace InternVL model (``-hf`` checkpoints):
+``preprocessor_config.json`` and ``config.json``, plus, given a model directory,
+``processor_config.json`` (``image_seq_length``) and ``tokenizer_config.json`` (the ``<img>``
+and ``</img>`` ids). Every setting the GotOcr2 image processor reads is mapped exactly or
+refused with a `SpecError` naming it; nothing is approximated."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from sglang_mm_core.plugin import SpecError, hf_configs, read_json_object
+
+from .params import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD, InternVLParams
+
+MODEL_TYPES = ("internvl",)
+PROCESSOR_TYPES = ("GotOcr2ImageProcessor", "GotOcr2ImageProcessorFast", "GotOcr2ImageProcessorPil")
+
+#: ``<IMG_CONTEXT>`` id -> the ``<img>``, ``</img>`` ids of the shipped tokenizers (InternVL 3 on
+#: Qwen2.5's vocabulary, InternVL 3.5 on Qwen3's), used when no tokenizer file is at hand.
+KNOWN_MARKERS: dict[int, tuple[int, int]] = {151667: (151665, 151666), 151671: (151669, 151670)}
+
+_BICUBIC = 3
+_RESAMPLE_NAMES = {0: "nearest", 1: "lanczos", 2: "bilinear", 3: "bicubic", 4: "box", 5: "hamming"}
+_REQUIRED: dict[str, Any] = {
+    "do_resize": True,
+    "do_rescale": True,
+    "do_normalize": True,
+    "do_convert_rgb": True,
+}
+_MUST_BE_OFF = ("do_center_crop", "do_pad")
+_INERT = {
+    "processor_class",
+    "image_processor_type",
+    "feature_extractor_type",
+    "auto_map",
+    "_processor_class",
+    "return_tensors",
+    "data_format",
+    "input_data_format",
+    "device",
+    "disable_grouping",
+    "default_to_square",
+    "crop_size",
+    "image_seq_length",
+    # InternVLProcessor always calls the image processor with crop_to_patches=True, whatever
+    # the file says (its images_kwargs default), so the file's value does not decide the output.
+    "crop_to_patches",
+}
+_HANDLED = {
+    *_REQUIRED,
+    *_MUST_BE_OFF,
+    "size",
+    "min_patches",
+    "max_patches",
+    "image_mean",
+    "image_std",
+    "resample",
+    "rescale_factor",
+}
+
+
+def _check_settings(pp: Mapping[str, Any]) -> None:
+    for key in pp:
+        if key not in _HANDLED and key not in _INERT:
+            raise SpecError(
+                f"preprocessor setting {key!r} is not supported: "
+                "its effect cannot be reproduced exactly"
+            )
+    for key, want in _REQUIRED.items():
+        if pp.get(key) is not None and pp[key] != want:
+            raise SpecError(
+                f"preprocessor setting {key}={pp[key]!r} is not supported (only {want!r})"
+            )
+    for key in _MUST_BE_OFF:
+        if pp.get(key):
+            raise SpecError(f"preprocessor setting {key}={pp[key]!r} is not supported")
+    resample = pp.get("resample", _BICUBIC)
+    if resample is not None and resample != _BICUBIC:
+        name = _RESAMPLE_NAMES.get(resample, "unknown") if isinstance(resample, int) else "?"
+        raise SpecError(
+            f"preprocessor setting resample={resample!r} ({name}) is not supported "
+            "(only 3, bicubic)"
+        )
+    factor = pp.get("rescale_factor", 1 / 255)
+    if factor is not None and factor != 1 / 255:
+        raise SpecError(
+            f"preprocessor setting rescale_factor={factor!r} is not supported (only 1/255)"
+        )
+
+
+def _tile_size(pp: Mapping[str, Any]) -> int:
+    size = pp.get("size")
+    if size is None:
+        return 448
+    if not isinstance(size, dict) or set(size) != {"height", "width"}:
+        raise SpecError(f"preprocessor setting size={size!r} must be {{height, width}}")
+    if size["height"] != size["width"]:
+        raise SpecError(
+            f"preprocessor setting size={size!r} is not square; only square tiles are supported"
+        )
+    return int(size["height"])
+
+
+def _triple(pp: Mapping[str, Any], key: str, default: tuple[float, float, float]) -> Any:
+    value = pp.get(key)
+    if value is None:
+        return default
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (value, value, value)
+    if isinstance(value, list) and len(value) == 3:
+        return tuple(value)
+    raise SpecError(f"preprocessor setting {key}={value!r} must be 3 numbers")
+
+
+def _side(value: Any, what: str) -> int:
+    if isinstance(value, list) and len(value) == 2 and value[0] == value[1]:
+        value = value[0]
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise SpecError(f"config.json vision_config {what}={value!r} is not one square size")
+    return value
+
+
+def _seq_length(config: Mapping[str, Any], tile: int) -> int:
+    """Tokens per tile as the model computes them: ``(image_size / patch_size)^2 *
+    downsample_ratio^2``, with the tower's image size checked against the tile size."""
+    sub = config.get("vision_config")
+    vision: Mapping[str, Any] = sub if isinstance(sub, dict) else {}
+    image_size = _side(vision.get("image_size", 448), "image_size")
+    patch = _side(vision.get("patch_size", 14), "patch_size")
+    if image_size != tile:
+        raise SpecError(
+            f"preprocessor tile size {tile} disagrees with config.json vision_config "
+            f"image_size {image_size}"
+        )
+    ratio = config.get("downsample_ratio", 0.5)
+    tokens = (image_size // patch) ** 2 * ratio**2
+    if image_size % patch or not math.isfinite(tokens) or tokens != int(tokens) or tokens < 1:
+        raise SpecError(
+            f"config.json image_size {image_size}, patch_size {patch} and downsample_ratio "
+            f"{ratio} do not give a whole number of tokens per tile"
+        )
+    return int(tokens)
+
+
+def _marker_ids(image_token_id: int, tokenizer_config: Mapping[str, Any] | None) -> tuple[int, int]:
+    """The ``<img>`` and ``</img>`` ids: from tokenizer_config.json's added tokens when given,
+    else from the shipped tokenizers' table."""
+    if tokenizer_config is not None:
+        decoder = tokenizer_config.get("added_tokens_decoder") or {}
+        by_text = {v.get("content"): int(k) for k, v in decoder.items() if isinstance(v, dict)}
+        if "<img>" in by_text and "</img>" in by_text:
+            ctx = by_text.get("<IMG_CONTEXT>")
+            if ctx is not None and ctx != image_token_id:
+                raise SpecError(
+                    f"tokenizer_config.json has <IMG_CONTEXT> = {ctx}, config.json "
+                    f"image_token_id = {image_token_id}"
+                )
+            return by_text["<img>"], by_text["</img>"]
+    known = KNOWN_MARKERS.get(image_token_id)
+    if known is None:
+        raise SpecError(
+            f"image_token_id {image_token_id} is not a shipped InternVL tokenizer's and no "
+            "tokenizer_config.json names <img> and </img>: pass the model directory"
+        )
+    return known
+
+
+def spec_from_hf(
+    preprocessor_config: Mapping[str, Any] | str | Path,
+    config: Mapping[str, Any] | None = None,
+    *,
+    resample: str = "aten_u8",
+    tokenizer_config: Mapping[str, Any] | None = None,
+    processor_config: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """An ``internvl`` spec document for an InternVL 3 / 3.5 ``-hf`` model. ``resample`` picks
+    the backend to match: ``"aten_u8"`` (HF's default torchvision backend) or ``"pil"``."""
+    if isinstance(preprocessor_config, (str, Path)) and config is None:
+        root = Path(preprocessor_config)
+        if tokenizer_config is None and (root / "tokenizer_config.json").is_file():
+            tokenizer_config = read_json_object(root / "tokenizer_config.json")
+        if processor_config is None and (root / "processor_config.json").is_file():
+            processor_config = read_json_object(root / "processor_config.json")
+    pp, cfg = hf_configs(preprocessor_config, config)
+    if cfg.get("model_type") not in MODEL_TYPES:
+        raise SpecError(
+            f"config.json model_type {cfg.get('model_type')!r} is not an InternVL model "
+            "(expected internvl, the -hf checkpoints)"
+        )
+    kind = pp.get("image_processor_type")
+    if kind is not None and kind not in PROCESSOR_TYPES:
+        raise SpecError(f"preprocessor image_processor_type {kind!r} is not supported")
+    _check_settings(pp)
+    tile = _tile_size(pp)
+    seq = _seq_length(cfg, tile)
+    if processor_config is not None:
+        stated = processor_config.get("image_seq_length", seq)
+        if stated != seq:
+            raise SpecError(
+                f"processor_config.json image_seq_length {stated} disagrees with config.json "
+                f"({seq} tokens per tile)"
+            )
+    image_token_id = cfg.get("image_token_id")
+    if not isinstance(image_token_id, int):
+        raise SpecError("config.json has no image_token_id")
+    start, end = _marker_ids(image_token_id, tokenizer_config)
+    params: dict[str, Any] = {
+        "tile_size": tile,
+        "crop_to_patches": True,
+        "min_patches": pp.get("min_patches", 1),
+        "max_patches": pp.get("max_patches", 12),
+        "image_mean": _triple(pp, "image_mean", IMAGENET_DEFAULT_MEAN),
+        "image_std": _triple(pp, "image_std", IMAGENET_DEFAULT_STD),
+        "image_seq_length": seq,
+        "image_token_id": image_token_id,
+        "start_image_token_id": start,
+        "end_image_token_id": end,
+        "resample": resample,
+        "tiling": "hf",
+    }
+    try:
+        validated = InternVLParams.model_validate(params)
+    except ValidationError as e:
+        raise SpecError(f"the model's settings are not a valid internvl spec: {e}") from e
+    return {"family": "internvl", "params": validated.model_dump(mode="json")}
+
+
+__all__ = ["KNOWN_MARKERS", "MODEL_TYPES", "spec_from_hf"]

@@ -1,0 +1,15 @@
+"""Entry point of the plugin (group ``sglang_mm``): pluggy hook implementations."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sglang_mm_core.plugin import Family, hookimpl
+
+from .family import InternVLFamily
+
+
+@hookimpl
+def sglang_mm_families() -> Sequence[type[Family]]:
+    """The families this plugin offers."""
+    return [InternVLFamily]
