@@ -165,6 +165,7 @@ class _Job:
     data: bytes | bytearray | memoryview
     kind: str
     threads: int
+    compact: bool = False
 
 
 @dataclass(frozen=True)
@@ -253,22 +254,36 @@ class Pipeline:
         )
 
     # -- public API ------------------------------------------------------------------------
-    def process(self, request: MmInput) -> MmOutput:
-        """One request in, one model-ready output out, or one `MmError` (nothing partial)."""
-        out = self.process_batch([request], return_exceptions=True)[0]
+    def process(self, request: MmInput, *, compact: bool = False) -> MmOutput:
+        """One request in, one model-ready output out, or one `MmError` (nothing partial).
+        ``compact=True``: each item's feature is a `CompactTensor` (see `process_batch`)."""
+        out = self.process_batch([request], return_exceptions=True, compact=compact)[0]
         if isinstance(out, MmError):
             raise out
         return out
 
     def process_batch(
-        self, requests: Sequence[MmInput], *, return_exceptions: bool = False
+        self,
+        requests: Sequence[MmInput],
+        *,
+        return_exceptions: bool = False,
+        compact: bool = False,
     ) -> list[MmOutput | MmError]:
         """Many requests, their items all fanned out through the one pool, results in order.
 
         Each request succeeds or fails on its own. With ``return_exceptions=True`` (what a
         server wants) a failed request's entry is its `MmError`; otherwise the error of the
         lowest-index failed request is raised. Errors that are not `MmError` (bugs in the
-        driver itself) always propagate."""
+        driver itself) always propagate.
+
+        ``compact=True`` gives each item's feature as a `CompactTensor` (uint8 codes plus
+        tables, ``expand()`` bit-identical to the full feature); it needs a family that
+        offers it (``Family.offers_compact``), else the call fails with an `MmRequestError`
+        before any work."""
+        if compact and not self.family.offers_compact:
+            raise MmRequestError(
+                f"family {self.family.name!r} does not offer the compact form (compact=True)"
+            )
         ids: list[npt.NDArray[np.int64] | None] = []
         failed: dict[int, MmError] = {}
         fetched: list[list[tuple[bytes | bytearray | memoryview, str]]] = []
@@ -284,7 +299,7 @@ class Pipeline:
         n_items = sum(len(f) for f in fetched)
         kthreads = self.par.kernel_threads(n_items)
         jobs = [
-            _Job(r, k, data, kind, kthreads)
+            _Job(r, k, data, kind, kthreads, compact)
             for r, items in enumerate(fetched)
             for k, (data, kind) in enumerate(items)
         ]
@@ -395,7 +410,8 @@ class Pipeline:
                 max_side=spec.limits.max_image_side,
             )
             try:
-                processed = self.family.process_item(image, threads=job.threads)
+                run = self.family.process_item_compact if job.compact else self.family.process_item
+                processed = run(image, threads=job.threads)
             except MmError:
                 raise
             except Exception as e:
