@@ -67,3 +67,20 @@ def test_qwen2_1080p_answer_is_at_most_a_seventh():
     compact_bytes = sum(len(c) for c in encode_safetensors(compact))
     assert compact.items[0].feature.nbytes * 8 <= full.items[0].feature.array.nbytes + 8 * 3072
     assert compact_bytes * 7 <= full_bytes, (compact_bytes, full_bytes)
+
+
+def test_cache_keeps_the_compact_form_and_hits_give_the_miss_bits():
+    req = _request([(300, 200), (57, 83)])
+    with pipeline_from_spec(spec(QWEN2, threads=0)) as plain:
+        full = plain.process(req)
+    with pipeline_from_spec({**spec(QWEN2, threads=0), "cache": {"max_bytes": 1 << 24}}) as pipe:
+        miss = pipe.process(req, compact=True)
+        hit_full = pipe.process(req)
+        hit_compact = pipe.process(req, compact=True)
+        stats = pipe.cache_stats()
+    assert (stats.misses, stats.hits, stats.entries) == (2, 4, 2)
+    assert stats.bytes == sum(it.feature.nbytes + 24 for it in miss.items)
+    _assert_expands_to(miss, full)
+    _assert_expands_to(hit_compact, full)
+    for got, want in zip(hit_full.items, full.items, strict=True):
+        np.testing.assert_array_equal(as_bits(got.feature.array), as_bits(want.feature.array))
