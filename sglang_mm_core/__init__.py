@@ -23,6 +23,7 @@ from ._carriers import (
     Tensor,
     TokenCount,
 )
+from ._compact import CompactTensor
 from ._env import migrate_legacy_env
 from ._family import DecodeDefaults, Family, FamilyParams
 from ._layout import (
@@ -79,6 +80,7 @@ except PackageNotFoundError:  # running from a source tree without install metad
 
 __all__ = [
     "CodecError",
+    "CompactTensor",
     "DecodeDefaults",
     "DecodeError",
     "DecodeOptions",

@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
+    from ._compact import CompactTensor
     from ._positions import MRope, Rope1D
 
 DType = Literal["uint8", "uint16", "int32", "int64", "float32", "bfloat16"]
@@ -91,9 +92,10 @@ class Geometry:
 @dataclass(frozen=True, eq=False)
 class ProcessedItem:
     """One image after the family's kernel: the feature the vision tower eats, auxiliary tensors
-    (e.g. ``image_grid_thw``) and the geometry the layout and positions are derived from."""
+    (e.g. ``image_grid_thw``) and the geometry the layout and positions are derived from.
+    ``feature`` is a `CompactTensor` when it comes from ``Family.process_item_compact``."""
 
-    feature: Tensor
+    feature: Tensor | CompactTensor
     aux: Mapping[str, Tensor]
     geometry: Geometry
 
@@ -113,9 +115,9 @@ class MmInput:
 
 @dataclass(frozen=True, eq=False)
 class MmItem:
-    """One image of the answer."""
+    """One image of the answer; ``feature`` is a `CompactTensor` under ``compact=True``."""
 
-    feature: Tensor
+    feature: Tensor | CompactTensor
     aux: Mapping[str, Tensor]
     hash: int
     geometry: Geometry

@@ -70,6 +70,10 @@ class Family(ABC):
     #: Deprecated (it cannot follow the params; removed after one release): override
     #: `rejected_conformance_sizes` instead. Still honoured, with a `DeprecationWarning`.
     conformance_rejected_sizes: ClassVar[tuple[Size, ...]] = ()
+    #: Whether `process_item_compact` gives the compact form (uint8 codes plus per-channel
+    #: tables, `CompactTensor`). Only a family whose feature is exactly a table of uint8
+    #: pixels may say yes: there is no approximate compact form.
+    offers_compact: ClassVar[bool] = False
 
     def __init__(self, params: FamilyParams) -> None:
         self.params = params
@@ -80,6 +84,14 @@ class Family(ABC):
 
         ``threads`` is the kernel's own row-parallel budget, granted by the driver's `par` seam
         (1 when the driver already fans out over items); the result must not depend on it."""
+
+    def process_item_compact(
+        self, image: npt.NDArray[np.uint8], *, threads: int = 1
+    ) -> ProcessedItem:
+        """`process_item` with the feature as a `CompactTensor` whose ``expand()`` is bit for
+        bit the feature `process_item` returns; implement it (and set `offers_compact`) only
+        when that holds for every image and every params."""
+        raise NotImplementedError(f"family {self.name!r} does not offer the compact form")
 
     @abstractmethod
     def layout(

@@ -167,10 +167,17 @@ class Client:
         return headers, data
 
     def preprocess(
-        self, request: MmInput | Mapping[str, Any], *, fmt: Format = "safetensors"
+        self,
+        request: MmInput | Mapping[str, Any],
+        *,
+        fmt: Format = "safetensors",
+        compact: bool = False,
     ) -> MmOutput:
-        """``POST /v1/preprocess``: the request's `MmOutput` (arrays view the answer body)."""
+        """``POST /v1/preprocess``: the request's `MmOutput` (arrays view the answer body).
+        ``compact=True`` asks for compact features (`CompactTensor` items, safetensors)."""
         path = "/v1/preprocess?format=json" if fmt == "json" else "/v1/preprocess"
+        if compact:
+            path += "&compact=1" if "?" in path else "?compact=1"
         headers, data = self._post(path, request_body(request))
         return decode_output(data, headers.get("x-format", fmt))
 
@@ -224,11 +231,15 @@ def _read_body(resp: http.client.HTTPResponse) -> memoryview:
 
 
 def preprocess(
-    base_url: str, request: MmInput | Mapping[str, Any], *, fmt: Format = "safetensors"
+    base_url: str,
+    request: MmInput | Mapping[str, Any],
+    *,
+    fmt: Format = "safetensors",
+    compact: bool = False,
 ) -> MmOutput:
     """One request to the server at ``base_url``, answered as an `MmOutput`."""
     with Client(base_url) as c:
-        return c.preprocess(request, fmt=fmt)
+        return c.preprocess(request, fmt=fmt, compact=compact)
 
 
 __all__ = ["Client", "ServerError", "decode_output", "error_from", "preprocess", "request_body"]

@@ -20,7 +20,8 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _native
-from ._carriers import MmInput, MmItem, MmOutput, ProcessedItem, TokenCount
+from ._cache import CacheStats, FeatureCache
+from ._carriers import MmInput, MmItem, MmOutput, ProcessedItem, Tensor, TokenCount
 from ._env import THREADS_ENV
 from ._family import Family
 from ._layout import TokenLayout, apply_layout
@@ -165,6 +166,7 @@ class _Job:
     data: bytes | bytearray | memoryview
     kind: str
     threads: int
+    compact: bool = False
 
 
 @dataclass(frozen=True)
@@ -216,6 +218,8 @@ class Pipeline:
         self.spec = spec
         self.spec_fingerprint = spec.fingerprint
         self.par = Par(resolve_threads(spec.spec.threads), request_threads)
+        cache = spec.spec.cache
+        self.cache: FeatureCache | None = None if cache is None else FeatureCache(cache.max_bytes)
         try:
             self.family: Family = spec.family(spec.params)
         except MmError:
@@ -253,22 +257,36 @@ class Pipeline:
         )
 
     # -- public API ------------------------------------------------------------------------
-    def process(self, request: MmInput) -> MmOutput:
-        """One request in, one model-ready output out, or one `MmError` (nothing partial)."""
-        out = self.process_batch([request], return_exceptions=True)[0]
+    def process(self, request: MmInput, *, compact: bool = False) -> MmOutput:
+        """One request in, one model-ready output out, or one `MmError` (nothing partial).
+        ``compact=True``: each item's feature is a `CompactTensor` (see `process_batch`)."""
+        out = self.process_batch([request], return_exceptions=True, compact=compact)[0]
         if isinstance(out, MmError):
             raise out
         return out
 
     def process_batch(
-        self, requests: Sequence[MmInput], *, return_exceptions: bool = False
+        self,
+        requests: Sequence[MmInput],
+        *,
+        return_exceptions: bool = False,
+        compact: bool = False,
     ) -> list[MmOutput | MmError]:
         """Many requests, their items all fanned out through the one pool, results in order.
 
         Each request succeeds or fails on its own. With ``return_exceptions=True`` (what a
         server wants) a failed request's entry is its `MmError`; otherwise the error of the
         lowest-index failed request is raised. Errors that are not `MmError` (bugs in the
-        driver itself) always propagate."""
+        driver itself) always propagate.
+
+        ``compact=True`` gives each item's feature as a `CompactTensor` (uint8 codes plus
+        tables, ``expand()`` bit-identical to the full feature); it needs a family that
+        offers it (``Family.offers_compact``), else the call fails with an `MmRequestError`
+        before any work."""
+        if compact and not self.family.offers_compact:
+            raise MmRequestError(
+                f"family {self.family.name!r} does not offer the compact form (compact=True)"
+            )
         ids: list[npt.NDArray[np.int64] | None] = []
         failed: dict[int, MmError] = {}
         fetched: list[list[tuple[bytes | bytearray | memoryview, str]]] = []
@@ -284,7 +302,7 @@ class Pipeline:
         n_items = sum(len(f) for f in fetched)
         kthreads = self.par.kernel_threads(n_items)
         jobs = [
-            _Job(r, k, data, kind, kthreads)
+            _Job(r, k, data, kind, kthreads, compact)
             for r, items in enumerate(fetched)
             for k, (data, kind) in enumerate(items)
         ]
@@ -314,6 +332,10 @@ class Pipeline:
                 raise err
             results.append(err)
         return results
+
+    def cache_stats(self) -> CacheStats | None:
+        """Hit, miss, wait and eviction counters of the feature cache (None without one)."""
+        return None if self.cache is None else self.cache.stats()
 
     def count_tokens(self, request: MmInput) -> TokenCount:
         """Prompt length and per-item tokens from image headers alone (no pixel decode). The
@@ -386,31 +408,53 @@ class Pipeline:
         return [(f.data, f.kind) for f in got]
 
     def _run_item(self, job: _Job) -> _Done | MmError:
-        """hash -> decode -> process for one item; errors come back as values, attributed."""
-        spec = self.spec.spec
+        """hash -> decode -> process for one item (or hash -> cache hit, with no decode);
+        errors come back as values, attributed."""
         try:
-            digest = _native.content_hash(job.data)
-            image = _native.image_decode_rgb(
-                job.data,
-                alpha=spec.decode.alpha or "white",
-                exif_orientation=bool(spec.decode.exif_orientation),
-                max_pixels=spec.limits.max_image_pixels,
-                max_side=spec.limits.max_image_side,
+            if self.cache is None:
+                digest = _native.content_hash(job.data)
+                return _Done(digest, self._compute(job.data, job.compact, job))
+            hexd = _native.blake3_hex(job.data)
+            # `content_hash` is the digest's first 8 bytes, big-endian: one pass gives both.
+            digest = int(hexd[:16], 16)
+            stored = self.family.offers_compact
+            got, _ = self.cache.get_or_compute(
+                (self.spec_fingerprint, hexd), lambda: self._compute(job.data, stored, job)
             )
-            try:
-                processed = self.family.process_item(image, threads=job.threads)
-            except MmError:
-                raise
-            except Exception as e:
-                return _plugin_error(self.family, f"process_item on image {job.item}", e)
-            if not isinstance(processed, ProcessedItem):
-                return PluginError(
+            if stored and not job.compact:
+                got = _expanded(got)
+            return _Done(digest, got)
+        except _Failed as f:
+            return f.error
+        except MmError as e:
+            return _attribute(e, job.item, job.kind)
+
+    def _compute(
+        self, data: bytes | bytearray | memoryview, compact: bool, job: _Job
+    ) -> ProcessedItem:
+        spec = self.spec.spec
+        image = _native.image_decode_rgb(
+            data,
+            alpha=spec.decode.alpha or "white",
+            exif_orientation=bool(spec.decode.exif_orientation),
+            max_pixels=spec.limits.max_image_pixels,
+            max_side=spec.limits.max_image_side,
+        )
+        run = self.family.process_item_compact if compact else self.family.process_item
+        try:
+            processed = run(image, threads=job.threads)
+        except MmError:
+            raise
+        except Exception as e:
+            raise _Failed(_plugin_error(self.family, f"process_item on image {job.item}", e)) from e
+        if not isinstance(processed, ProcessedItem):
+            raise _Failed(
+                PluginError(
                     f"family {self.family.name!r}: process_item returned "
                     f"{type(processed).__name__}, not a ProcessedItem"
                 )
-            return _Done(digest, processed)
-        except MmError as e:
-            return _attribute(e, job.item, job.kind)
+            )
+        return processed
 
     def _finish(
         self, request: MmInput, ids: npt.NDArray[np.int64], done: Sequence[_Done]
@@ -447,6 +491,23 @@ class Pipeline:
             spec_fingerprint=self.spec_fingerprint,
             rid=request.rid,
         )
+
+
+class _Failed(Exception):
+    """A plugin's failure already turned into its `PluginError` (not attributed to an item:
+    the plugin is at fault, not the request's image)."""
+
+    def __init__(self, error: MmError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _expanded(item: ProcessedItem) -> ProcessedItem:
+    """A cached compact item in its full form (what a ``compact=False`` request gets)."""
+    f = item.feature
+    if isinstance(f, Tensor):
+        return item
+    return ProcessedItem(f.expand(), item.aux, item.geometry)
 
 
 def _over_image_limits(

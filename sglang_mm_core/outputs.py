@@ -6,8 +6,12 @@ Tensors: ``input_ids`` (int64 ``[L]``), ``positions`` (int64 ``[3, L]``, MRoPE o
 structured): ``format_version`` (``"1"``), ``family``, ``spec_fingerprint``, ``rid`` (when set),
 ``offsets``, ``hashes``, ``positions`` (``Rope1D`` / ``MRope``), ``mrope_delta`` (MRoPE),
 ``length``, ``items`` (``[{height, width, grid, tokens}]``) and ``dtypes`` (the tag of every
-tensor). bfloat16 is stored as its raw 16 bits: dtype ``BF16`` in safetensors (torch loads it as
-such), ``uint16`` in ``.npz`` (numpy has no bfloat16), the ``dtypes`` tag telling them apart.
+tensor). A compact feature (`CompactTensor`) is stored as ``items.{i}.feature.codes`` (uint8),
+``.luts`` and ``.pad`` (its dtype) instead of ``items.{i}.feature``, with its expansion rule
+in the ``compact`` metadata (``{"i": {dtype, shape, channel_axis, repeat_axis, repeats,
+pad_rules}}``); `load_output` gives it back as a `CompactTensor`. bfloat16 is stored as its
+raw 16 bits: dtype ``BF16`` in safetensors (torch loads it as such), ``uint16`` in ``.npz``
+(numpy has no bfloat16), the ``dtypes`` tag telling them apart.
 
 safetensors bodies are laid out widest dtype first after an 8-byte aligned header, so every
 tensor is aligned and is read back as a view, without a copy; the writer hands back the header
@@ -32,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._carriers import Geometry, MmItem, MmOutput, Tensor
+from ._compact import CompactTensor
 from ._positions import MRope, Rope1D
 from .errors import CodecError, MmRequestError
 
@@ -65,8 +70,21 @@ def output_tensors(out: MmOutput) -> tuple[list[tuple[str, Tensor]], dict[str, s
     if isinstance(out.positions, MRope):
         tensors.append(("positions", Tensor(out.positions.positions, "int64")))
     items_meta = []
+    compact: dict[str, Any] = {}
     for i, item in enumerate(out.items):
-        tensors.append((f"items.{i}.feature", item.feature))
+        f = item.feature
+        if isinstance(f, CompactTensor):
+            compact[str(i)] = f.layout()
+            tensors.append((f"items.{i}.feature.codes", Tensor(f.codes, "uint8")))
+            tensors.append(
+                (f"items.{i}.feature.luts", Tensor(np.ascontiguousarray(f.luts), f.dtype))
+            )
+            if f.pad is not None:
+                tensors.append(
+                    (f"items.{i}.feature.pad", Tensor(np.ascontiguousarray(f.pad), f.dtype))
+                )
+        else:
+            tensors.append((f"items.{i}.feature", f))
         for name, t in sorted(item.aux.items()):
             tensors.append((f"items.{i}.{name}", t))
         g = item.geometry
@@ -84,6 +102,8 @@ def output_tensors(out: MmOutput) -> tuple[list[tuple[str, Tensor]], dict[str, s
         "items": json.dumps(items_meta),
         "dtypes": json.dumps({name: t.dtype for name, t in tensors}),
     }
+    if compact:
+        meta["compact"] = json.dumps(compact)
     if isinstance(out.positions, MRope):
         meta["mrope_delta"] = str(out.positions.delta)
     if out.rid is not None:
@@ -250,17 +270,20 @@ def output_from(tensors: Mapping[str, Tensor], meta: Mapping[str, str]) -> MmOut
         else:
             items_meta = json.loads(meta["items"])
         positions = _positions(meta["positions"], len(ids), tensors, meta.get("mrope_delta"))
+        compact = json.loads(meta.get("compact", "{}"))
         items = []
         for i, (im, h) in enumerate(zip(items_meta, hashes, strict=True)):
             prefix = f"items.{i}."
+            fname = prefix + "feature"
             aux = {
                 k[len(prefix) :]: t
                 for k, t in tensors.items()
-                if k.startswith(prefix) and k != prefix + "feature"
+                if k.startswith(prefix) and k != fname and not k.startswith(fname + ".")
             }
             geometry = Geometry(int(im["height"]), int(im["width"]), tuple(im["grid"]))
+            feature = _compact(compact[str(i)], tensors, fname) if str(i) in compact else None
             items.append(
-                MmItem(tensors[prefix + "feature"], aux, int(h), geometry, int(im["tokens"]))
+                MmItem(feature or tensors[fname], aux, int(h), geometry, int(im["tokens"]))
             )
         return MmOutput(
             input_ids=ids,
@@ -276,6 +299,20 @@ def output_from(tensors: Mapping[str, Tensor], meta: Mapping[str, str]) -> MmOut
         raise
     except (KeyError, TypeError, ValueError) as e:
         raise CodecError(f"output is missing or has a bad field: {e!r}") from None
+
+
+def _compact(layout: Any, tensors: Mapping[str, Tensor], name: str) -> CompactTensor:
+    """The compact feature ``name`` from its tensors and its ``compact`` metadata entry."""
+    pad = tensors.get(name + ".pad")
+    try:
+        return CompactTensor.from_layout(
+            layout,
+            tensors[name + ".codes"].array,
+            tensors[name + ".luts"].array,
+            None if pad is None else pad.array,
+        )
+    except ValueError as e:
+        raise CodecError(f"compact feature {name!r} is malformed: {e}") from None
 
 
 def decode_safetensors(body: bytes | bytearray | memoryview) -> MmOutput:

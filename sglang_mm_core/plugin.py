@@ -11,6 +11,7 @@ for one release, then removed.
 - the contract: `Family`, `FamilyParams`, `DecodeDefaults`, `DEFAULT_CONFORMANCE_SIZES`,
   `Size` and `FeatureShape`;
 - what ``process_item`` returns: `ProcessedItem`, `Tensor` (`DType` tags), `Geometry`;
+  `CompactTensor`, what ``process_item_compact`` puts in its place (codes plus tables);
 - what ``layout`` returns: `TokenLayout` of `Text` and `Media` segments whose pattern is a
   `Repeat` or an `Explicit`, usually built by `layout_by_placeholder` or
   `layout_by_placeholder_patterns`; `apply_layout` is what the driver does with it;
@@ -31,6 +32,7 @@ The model-agnostic kernels themselves (decode, resize, hash) are in `sglang_mm_c
 from __future__ import annotations
 
 from ._carriers import DType, Geometry, ProcessedItem, Tensor
+from ._compact import CompactTensor
 from ._deprecation import deprecated_aliases
 from ._family import (
     DEFAULT_CONFORMANCE_SIZES,
@@ -83,6 +85,7 @@ __all__ = [
     "DEFAULT_MAX_SIDE",
     "IMAGENET_STANDARD_MEAN",
     "IMAGENET_STANDARD_STD",
+    "CompactTensor",
     "DType",
     "DecodeDefaults",
     "DecodeError",

@@ -70,6 +70,13 @@ class FetchPolicy(_Strict):
     allow_private_networks: bool = True
 
 
+class CacheOptions(_Strict):
+    """The feature cache (off unless given): processed items keyed by the spec fingerprint
+    and the encoded bytes' BLAKE3 digest, compact where the family offers it."""
+
+    max_bytes: int = Field(gt=0, description="Most bytes of features kept (LRU beyond).")
+
+
 class Spec(_Strict):
     """The whole spec document. ``params`` stays a plain mapping here because its model depends
     on ``family``; `load_spec` validates it against the family's ``Params``."""
@@ -84,6 +91,7 @@ class Spec(_Strict):
         ge=0,
         description="Worker threads; null = $SGLANG_MM_THREADS, else min(8, cores); 0 = inline.",
     )
+    cache: CacheOptions | None = Field(None, description="The feature cache; null = none.")
 
 
 def _canonical(doc: Any) -> str:
@@ -98,9 +106,9 @@ class ResolvedSpec:
 
     ``canonical_json`` is the whole resolved document (every default written out, keys sorted,
     no whitespace), so two spellings of one spec give one text. The fingerprint covers only the
-    parts that decide the output (``family``, ``params``, ``decode``): limits, fetch policy and
-    threads change whether or how fast a request is served, never its features, so a cache
-    keyed on ``(spec_fingerprint, content hash)`` is shared across them."""
+    parts that decide the output (``family``, ``params``, ``decode``): limits, fetch policy,
+    threads and the cache change whether or how fast a request is served, never its features,
+    so a cache keyed on ``(spec_fingerprint, content hash)`` is shared across them."""
 
     spec: Spec
     family: type[Family]
@@ -237,6 +245,7 @@ if not TYPE_CHECKING:  # type checkers report the old path as missing, which is 
 
 
 __all__ = [
+    "CacheOptions",
     "DecodeOptions",
     "FetchPolicy",
     "Limits",

@@ -145,7 +145,7 @@ def test_canonical_json_and_fingerprint(registry: Registry) -> None:
     assert a.fingerprint == blake3.blake3(a.fingerprint_json.encode()).hexdigest()
     doc = json.loads(a.canonical_json)
     assert a.canonical_json == json.dumps(doc, sort_keys=True, separators=(",", ":"))
-    assert set(doc) == {"family", "params", "limits", "decode", "fetch", "threads"}
+    assert set(doc) == {"family", "params", "limits", "decode", "fetch", "threads", "cache"}
     assert json.loads(a.fingerprint_json) == {
         "decode": {"alpha": "white", "exif_orientation": True},
         "family": "toy",

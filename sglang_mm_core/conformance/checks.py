@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from .. import _native
 from .._carriers import MmInput, MmOutput, ProcessedItem, Tensor
+from .._compact import CompactTensor
 from .._family import Family
 from .._layout import Explicit, Media, Repeat, TokenLayout, apply_layout
 from .._positions import MRope, Rope1D
@@ -41,7 +42,9 @@ def _expect(cond: bool, message: str) -> None:
         raise AssertionError(message)
 
 
-def _tensor_bytes(t: Tensor) -> tuple[str, tuple[int, ...], bytes]:
+def _tensor_bytes(t: Tensor | CompactTensor) -> tuple[str, tuple[int, ...], bytes]:
+    if isinstance(t, CompactTensor):
+        t = t.expand()
     return t.dtype, t.shape, np.ascontiguousarray(t.array).tobytes()
 
 
@@ -191,7 +194,7 @@ def _feature_shape_problem(
         shown = "(" + ", ".join("*" if w is None else str(w) for w in want) + ")"
         problem = None if fits else f"feature shape {shape}, expected_feature_shape {shown}"
         return problem, None
-    if item.feature.array.ndim < 1:
+    if len(shape) < 1:
         return "feature is a scalar", None
     rows = shape[0]
     if rows % tokens:
@@ -313,6 +316,25 @@ def check_pipeline_matches_process_item(target: ConformanceTarget) -> None:
         _expect(_same_item(ref, got), f"image {k}: pipeline result differs from process_item")
         tokens = target.family.tokens_for(item.geometry)
         _expect(item.tokens == tokens, f"image {k}: item.tokens {item.tokens} != {tokens}")
+
+
+def check_compact_expands(target: ConformanceTarget) -> None:
+    """A family that offers the compact form: at every size, and through the pipeline, the
+    compact feature expands to the full one bit for bit, with the same aux and geometry."""
+    for w, h in _sizes(target):
+        image = generated_image(w, h, seed=6)
+        full = _process(target, image)
+        compact = target.family.process_item_compact(image, threads=2)
+        _expect(
+            isinstance(compact, ProcessedItem) and isinstance(compact.feature, CompactTensor),
+            f"image {w}x{h}: process_item_compact did not give a CompactTensor feature",
+        )
+        _expect(_same_item(full, compact), f"image {w}x{h}: compact form differs from full")
+    req = _request(target, 2, seed=6)
+    with target.pipeline() as pipe:
+        a, b = pipe.process(req), pipe.process(req, compact=True)
+    _expect(all(isinstance(it.feature, CompactTensor) for it in b.items), "compact=True items")
+    _expect(_same_output(a, b), "pipeline compact=True differs from the full output")
 
 
 def _pattern_len(pattern: Repeat | Explicit) -> int:
@@ -477,6 +499,7 @@ ALL_CHECKS: tuple[Check, ...] = (
     check_thread_safety,
     check_pool_sizes_identical,
     check_pipeline_matches_process_item,
+    check_compact_expands,
     check_layout,
     check_positions,
     check_placeholder_mismatch,
@@ -487,11 +510,13 @@ ALL_CHECKS: tuple[Check, ...] = (
 
 def checks_for(target: ConformanceTarget) -> Iterator[Check]:
     """The checks that apply: the entry point only for installed families, the rejected sizes
-    only when the family declares some."""
+    only when the family declares some, the compact form only when the family offers it."""
     for check in ALL_CHECKS:
         if check is check_entry_point and not target.installed:
             continue
         if check is check_rejected_sizes and not _declares_rejected_sizes(target):
+            continue
+        if check is check_compact_expands and not target.family_class.offers_compact:
             continue
         yield check
 

@@ -132,7 +132,9 @@ async def _await_answer(engine: Engine, ticket: Ticket, request: Request) -> Ans
         watcher.cancel()
 
 
-async def _serve(engine: Engine, request: Request, kind: Kind, fmt: Format) -> Response:
+async def _serve(
+    engine: Engine, request: Request, kind: Kind, fmt: Format, compact: bool = False
+) -> Response:
     if not engine.ready:
         return _respond(engine, shutting_down() if engine.pipeline else not_ready())
     deadline = time.monotonic() + engine.config.deadline_s
@@ -170,6 +172,7 @@ async def _serve(engine: Engine, request: Request, kind: Kind, fmt: Format) -> R
     rid = doc.rid if doc.rid is not None or kind != "submit" else engine.new_rid()
     req = MmInput(input_ids=doc.input_ids, images=doc.images, rid=rid)
     ticket = Ticket(kind, req, rid or "", fmt, asyncio.get_running_loop(), deadline)
+    ticket.compact = compact
     refused = engine.submit(ticket)
     if refused is not None:
         return _respond(engine, refused)
@@ -216,6 +219,10 @@ class MetricsMiddleware:
             m = self.engine.metrics
             m.requests.labels(endpoint, str(status[0])).inc()
             m.latency.labels(endpoint).observe(time.perf_counter() - start)
+
+
+#: The ``Accept`` form of ``?compact=1``.
+COMPACT_MEDIA_TYPE = "application/vnd.sglang-mm.compact+safetensors"
 
 
 def create_app(engine: Engine, families: list[FamilyEntry], *, embedded: bool = False) -> FastAPI:
@@ -271,8 +278,14 @@ def create_app(engine: Engine, families: list[FamilyEntry], *, embedded: bool = 
         format: Literal["safetensors", "json"] = Query(
             "safetensors", description="Body format of the answer."
         ),
+        compact: bool = Query(
+            False,
+            description="Features in the compact form (uint8 codes plus tables); also asked "
+            "for with `Accept: " + COMPACT_MEDIA_TYPE + "`.",
+        ),
     ) -> Response:
-        return await _serve(engine, request, "preprocess", format)
+        wants = compact or COMPACT_MEDIA_TYPE in request.headers.get("accept", "")
+        return await _serve(engine, request, "preprocess", format, wants)
 
     @app.post(
         "/v1/tokens",

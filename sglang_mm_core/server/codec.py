@@ -63,7 +63,10 @@ def output_json(out: MmOutput) -> dict[str, Any]:
                     "width": it.geometry.width,
                     "grid": list(it.geometry.grid),
                 },
-                "feature": _tensor_json(it.feature),
+                # The JSON form is the compatible one: a compact feature is sent expanded.
+                "feature": _tensor_json(
+                    it.feature if isinstance(it.feature, Tensor) else it.feature.expand()
+                ),
                 "aux": {k: _tensor_json(t) for k, t in sorted(it.aux.items())},
             }
             for it in out.items

@@ -68,6 +68,7 @@ class Ticket:
 
     __slots__ = (
         "accepted",
+        "compact",
         "deadline",
         "fmt",
         "future",
@@ -102,6 +103,7 @@ class Ticket:
         self.gone = False
         self.parked: Parked | None = None
         self.ready = False  # parked and in the ring proper (drainable); stays set once drained
+        self.compact = False  # answer features in the compact form (`?compact=1`)
 
 
 def _resolve(future: asyncio.Future[Answer], answer: Answer) -> None:
@@ -273,7 +275,7 @@ class Engine:
             self._complete(ticket, Answer(200, json.dumps(body).encode(), "application/json"))
             return
         try:
-            out = pipe.process(req)
+            out = pipe.process(req, compact=ticket.compact)
         except Exception as e:
             self._complete(ticket, answer_for(e, f"request {ticket.rid!r}"))
             return

@@ -17,6 +17,13 @@ def process_rgb(
     rescale_cap: int | None = None,
     threads: int = 1,
 ) -> tuple[int, int, int, int, _Bits]: ...
+def process_rgb_compact(
+    arr: npt.NDArray[np.uint8],
+    patch_size: int,
+    rescale_frac: float | None = None,
+    rescale_cap: int | None = None,
+    threads: int = 1,
+) -> tuple[int, int, int, int, npt.NDArray[np.uint8]]: ...
 def patchify_rgb(arr: npt.NDArray[np.uint8], patch_size: int, *, threads: int) -> _Bits: ...
 def decode_patchify(
     data: _Data,

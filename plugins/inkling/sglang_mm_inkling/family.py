@@ -4,6 +4,7 @@ this class only shapes its output and describes the prompt."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -11,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sglang_mm_core.plugin import (
+    CompactTensor,
     DecodeDefaults,
     Family,
     FamilyParams,
@@ -28,6 +30,16 @@ from .hf import spec_from_hf
 from .params import InklingParams
 
 
+@functools.cache
+def _tables() -> tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint16]]:
+    """The kernel's bf16 tables ``[3, 256]`` and pad values ``[3]``, read once."""
+    t = _native.bf16_tables()
+    luts, pad = np.ascontiguousarray(t[:, :256]), np.ascontiguousarray(t[:, 256])
+    luts.setflags(write=False)
+    pad.setflags(write=False)
+    return luts, pad
+
+
 def patch_grid(height: int, width: int, patch_size: int) -> tuple[int, int]:
     """``(nph, npw)``: ``ceil(h / ps)`` rows and ``floor(w / ps) + 1`` columns (the model
     always gets one column more than ``w / ps``)."""
@@ -42,6 +54,8 @@ class InklingFamily(Family):
     capabilities: ClassVar[frozenset[str]] = frozenset({"image"})
     # The reference opens the bytes with Pillow and calls .convert("RGB"): no EXIF transpose.
     decode_defaults: ClassVar[DecodeDefaults] = DecodeDefaults(alpha="drop", exif_orientation=False)
+    # Every sample is a bf16 table of a uint8 pixel, or the constant pad value.
+    offers_compact: ClassVar[bool] = True
 
     params: InklingParams
 
@@ -73,6 +87,38 @@ class InklingFamily(Family):
         frames = np.broadcast_to(one, (n, p.temporal_patch_size, ps, ps, 3))
         return ProcessedItem(
             feature=Tensor(frames, "bfloat16"),
+            aux={"num_patches": Tensor(np.array([n], dtype=np.int64), "int64")},
+            geometry=Geometry(h, w, (nph, npw)),
+        )
+
+    def process_item_compact(
+        self, image: npt.NDArray[np.uint8], *, threads: int = 1
+    ) -> ProcessedItem:
+        """`process_item` with the feature as codes ``[nph, npw, 1, ps, ps, 3]`` (one frame),
+        the bf16 tables and the pad value outside the ``h x w`` image, from the kernel."""
+        p = self.params
+        h, w, nph, npw, codes = _native.process_rgb_compact(
+            as_rgb(image),
+            p.patch_size,
+            p.rescale_image_frac,
+            p.rescale_image_max_upscaled_long_edge,
+            max(1, threads),
+        )
+        ps, n = p.patch_size, nph * npw
+        luts, pad = _tables()
+        feature = CompactTensor(
+            codes=codes.reshape(nph, npw, 1, ps, ps, 3),
+            luts=luts,
+            dtype="bfloat16",
+            shape=(n, p.temporal_patch_size, ps, ps, 3),
+            channel_axis=5,
+            repeat_axis=2,
+            repeats=p.temporal_patch_size,
+            pad=pad,
+            pad_rules=((0, 3, h), (1, 4, w)),
+        )
+        return ProcessedItem(
+            feature=feature,
             aux={"num_patches": Tensor(np.array([n], dtype=np.int64), "int64")},
             geometry=Geometry(h, w, (nph, npw)),
         )

@@ -24,6 +24,11 @@ class Processor:
         self, image: npt.NDArray[np.uint8], threads: int = 1
     ) -> tuple[npt.NDArray[np.float32], tuple[int, int], tuple[int, int]]:
         """``(pixel_values, (grid_h, grid_w), (height', width'))``; releases the GIL."""
+    def process_compact(
+        self, image: npt.NDArray[np.uint8], threads: int = 1
+    ) -> tuple[npt.NDArray[np.uint8], tuple[int, int], tuple[int, int]]:
+        """``(codes [gh*gw, 3*ps*ps], (grid_h, grid_w), (height', width'))``."""
+    def table(self) -> npt.NDArray[np.float32]: ...
     def target_size(self, height: int, width: int) -> tuple[int, int]: ...
 
 def smart_resize(

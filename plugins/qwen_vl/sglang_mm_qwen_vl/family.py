@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sglang_mm_core.plugin import (
+    CompactTensor,
     DecodeDefaults,
     Family,
     FamilyParams,
@@ -40,6 +41,8 @@ class QwenVLFamily(Family):
     # the EXIF orientation (docs/families/qwen_vl.md: paths and URLs drop alpha in HF instead).
     decode_defaults: ClassVar[DecodeDefaults] = DecodeDefaults(alpha="white", exif_orientation=True)
     requires_images: ClassVar[bool] = False
+    # Normalize is a per-channel table on the resized uint8 pixels, in both resamplers.
+    offers_compact: ClassVar[bool] = True
 
     def __init__(self, params: FamilyParams | dict[str, Any] | None = None) -> None:
         if not isinstance(params, QwenVLParams):
@@ -59,6 +62,7 @@ class QwenVLFamily(Family):
             smart_resize=params.smart_resize,
             pil_pass_order=params.pil_pass_order,
         )
+        self._table = self._kernel.table()
 
     def rejected_conformance_sizes(self) -> tuple[tuple[int, int], ...]:
         """Aspect ratio 200 is the largest HF accepts, whatever the params; 201 is refused (a
@@ -72,6 +76,31 @@ class QwenVLFamily(Family):
         grid = np.array([[1, gh, gw]], dtype=np.int64)
         return ProcessedItem(
             feature=Tensor(values, "float32"),
+            aux={"image_grid_thw": Tensor(grid, "int64")},
+            geometry=Geometry(h, w, (1, gh, gw)),
+        )
+
+    def process_item_compact(
+        self, image: npt.NDArray[np.uint8], *, threads: int = 1
+    ) -> ProcessedItem:
+        """`process_item` with the feature as codes ``[gh*gw, 3, 1, ps, ps]`` (frames once)
+        plus the float32 normalize table, straight from the kernel."""
+        codes, (gh, gw), (h, w) = self._kernel.process_compact(as_rgb(image), threads)
+        p = self.p
+        ps, tps = p.patch_size, p.temporal_patch_size
+        rows = gh * gw
+        feature = CompactTensor(
+            codes=codes.reshape(rows, 3, 1, ps, ps),
+            luts=self._table,
+            dtype="float32",
+            shape=(rows, 3 * tps * ps * ps),
+            channel_axis=1,
+            repeat_axis=2,
+            repeats=tps,
+        )
+        grid = np.array([[1, gh, gw]], dtype=np.int64)
+        return ProcessedItem(
+            feature=feature,
             aux={"image_grid_thw": Tensor(grid, "int64")},
             geometry=Geometry(h, w, (1, gh, gw)),
         )

@@ -20,6 +20,7 @@ from PIL import Image
 from sglang_mm_qwen_vl import QwenVLFamily, QwenVLParams
 
 from sglang_mm_core.errors import KernelArgumentError
+from sglang_mm_core.plugin import CompactTensor
 
 PARAM_SETS = {"qwen2": QWEN2, "qwen3": QWEN3}
 
@@ -41,6 +42,12 @@ def _assert_same(fam: QwenVLFamily, params: dict, image: Image.Image, threads: i
     ps = params["patch_size"]
     assert item.geometry.grid == (t, gh, gw)
     assert (item.geometry.height, item.geometry.width) == (gh * ps, gw * ps)
+    # The compact form expands to the reference's bits too, with the same aux and geometry.
+    compact = fam.process_item_compact(np.asarray(image), threads=threads)
+    assert isinstance(compact.feature, CompactTensor)
+    np.testing.assert_array_equal(as_bits(compact.feature.expand().array), as_bits(want_pv))
+    assert compact.geometry == item.geometry
+    np.testing.assert_array_equal(compact.aux["image_grid_thw"].array, want_grid)
 
 
 @pytest.mark.parametrize("which", sorted(PARAM_SETS))

@@ -146,3 +146,51 @@ def test_kernel_limit_reaches_the_client_with_its_fields(
         f"image 0 (data_url): PNG image of {w}x{h} = {w * h} pixels exceeds the limit of "
         "10000 pixels"
     )
+
+
+def test_compact_answers_expand_to_the_full_ones(
+    pipe: Pipeline, server: MmServer, images: dict[str, bytes]
+) -> None:
+    """``?compact=1`` (the client's ``compact=True``) and its ``Accept`` form answer compact
+    features that expand to the in-process full ones bit for bit; the default stays full."""
+    import http.client
+
+    from sglang_mm_core import CompactTensor
+    from sglang_mm_core.client import request_body
+    from sglang_mm_core.server.app import COMPACT_MEDIA_TYPE
+
+    req = _request(pipe, images, ["coffee.jpg", "chelsea.png"], rid="compact")
+    want = pipe.process(req)
+    with Client(server.url) as c:
+        got = c.preprocess(req, compact=True)
+        full = c.preprocess(req)
+    assert all(isinstance(it.feature, CompactTensor) for it in got.items)
+    assert all(not isinstance(it.feature, CompactTensor) for it in full.items)
+    assert_same_output(full, want)
+    expanded = MmOutput(
+        got.input_ids,
+        [
+            type(it)(it.feature.expand(), it.aux, it.hash, it.geometry, it.tokens)
+            for it in got.items
+        ],
+        got.offsets,
+        got.positions,
+        got.family,
+        got.spec_fingerprint,
+        got.rid,
+    )
+    assert_same_output(expanded, want)
+    host, port = server.url.removeprefix("http://").rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    conn.request(
+        "POST",
+        "/v1/preprocess",
+        request_body(req),
+        {"Content-Type": "application/json", "Accept": COMPACT_MEDIA_TYPE},
+    )
+    resp = conn.getresponse()
+    assert resp.status == 200
+    by_accept = load_output(resp.read())
+    conn.close()
+    assert all(isinstance(it.feature, CompactTensor) for it in by_accept.items)
+    assert all(a.feature == b.feature for a, b in zip(by_accept.items, got.items, strict=True))

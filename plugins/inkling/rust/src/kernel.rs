@@ -6,7 +6,7 @@ use mm_kernels::resize::{PassOrder, Resample, ResizePlan};
 use mm_kernels::{dims, KernelError, Par, Result, RgbView};
 
 use crate::lut::Tables;
-use crate::patchify::{patchify, Patches};
+use crate::patchify::{patchify, patchify_codes, Patches};
 
 /// Most pixels a rescaled image may have (Pillow's bomb threshold, as for decoded images), so a
 /// huge `rescale_frac` is refused before the resize allocates.
@@ -122,6 +122,25 @@ pub fn process_rgb(img: RgbView<'_>, args: &Args, tables: &Tables, par: &Par) ->
             patchify(resized.view(), args.patch_size, tables, par)
         }
     }
+}
+
+/// [`process_rgb`] in the compact form: `(height, width, nph, npw, codes)`, the codes of
+/// [`crate::patchify::patchify_codes`].
+pub fn process_codes(
+    img: RgbView<'_>,
+    args: &Args,
+    par: &Par,
+) -> Result<(usize, usize, usize, usize, Vec<u8>)> {
+    let resized;
+    let view = match plan_for(img.width, img.height, args)? {
+        (_, _, None) => img,
+        (_, _, Some(plan)) => {
+            resized = plan.run(img, par)?;
+            resized.view()
+        }
+    };
+    let (nph, npw, codes) = patchify_codes(view, args.patch_size, par)?;
+    Ok((view.height, view.width, nph, npw, codes))
 }
 
 /// The reference's decode: Pillow's `Image.open(...).convert("RGB")`, no EXIF transpose.

@@ -140,6 +140,31 @@ fn process_rgb<'py>(
     Ok((p.height, p.width, p.nph, p.npw, bits_array(py, p.bits)))
 }
 
+/// `(h, w, nph, npw, codes)` of one image in the compact form.
+type Codes<'py> = (usize, usize, usize, usize, Bound<'py, PyArray1<u8>>);
+
+/// `process_rgb_compact(arr, patch_size, rescale_frac=None, rescale_cap=None, threads=1)
+/// -> (h, w, nph, npw, codes)`: `process_rgb` in the compact form, uint8 codes (0 at padding)
+/// that `bf16_tables()` expands to its bits.
+#[pyfunction]
+#[pyo3(signature = (arr, patch_size, rescale_frac=None, rescale_cap=None, threads=1))]
+fn process_rgb_compact<'py>(
+    py: Python<'py>,
+    arr: PyReadonlyArray3<'py, u8>,
+    patch_size: i64,
+    rescale_frac: Option<f64>,
+    rescale_cap: Option<i64>,
+    threads: usize,
+) -> PyResult<Codes<'py>> {
+    let args = args(py, patch_size, rescale_frac, rescale_cap)?;
+    let view = rgb_view(&arr).map_err(|e| to_pyerr(py, e))?;
+    let par = Par::new(threads);
+    let (h, w, nph, npw, codes) = py
+        .detach(|| kernel::process_codes(view, &args, &par))
+        .map_err(|e| to_pyerr(py, e))?;
+    Ok((h, w, nph, npw, PyArray1::from_vec(py, codes)))
+}
+
 /// `patchify_rgb(arr, patch_size) -> bits`: patches of an RGB image as it is (no rescale).
 #[pyfunction]
 #[pyo3(signature = (arr, patch_size, *, threads))]
@@ -236,6 +261,7 @@ fn bf16_tables(py: Python<'_>) -> PyResult<Bound<'_, PyArray2<u16>>> {
 #[pymodule(name = "_native")]
 fn sglang_mm_inkling_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(process_rgb, m)?)?;
+    m.add_function(wrap_pyfunction!(process_rgb_compact, m)?)?;
     m.add_function(wrap_pyfunction!(patchify_rgb, m)?)?;
     m.add_function(wrap_pyfunction!(decode_patchify, m)?)?;
     m.add_function(wrap_pyfunction!(decode_patchify_batch, m)?)?;

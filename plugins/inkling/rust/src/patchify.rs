@@ -60,6 +60,15 @@ pub fn patchify(img: RgbView<'_>, ps: usize, tables: &Tables, par: &Par) -> Resu
 /// The grid of a `width x height` image and an empty buffer with capacity for its
 /// `nph * npw * ps * ps * 3` samples, after the size checks.
 pub fn alloc_grid(width: usize, height: usize, ps: usize) -> Result<(usize, usize, Vec<u16>)> {
+    let (nph, npw, len) = checked_grid(width, height, ps)?;
+    let mut bits: Vec<u16> = Vec::new();
+    bits.try_reserve_exact(len)
+        .map_err(|_| KernelError::Limit(format!("cannot allocate {} output pixels", len / 3)))?;
+    Ok((nph, npw, bits))
+}
+
+/// `(nph, npw, samples)` of a `width x height` image, after the size checks.
+fn checked_grid(width: usize, height: usize, ps: usize) -> Result<(usize, usize, usize)> {
     if ps == 0 {
         return Err(KernelError::InvalidArgument(
             "patch_size must be greater than zero".into(),
@@ -75,20 +84,59 @@ pub fn alloc_grid(width: usize, height: usize, ps: usize) -> Result<(usize, usiz
         .checked_mul(npw as u64)
         .and_then(|n| n.checked_mul(ps as u64))
         .and_then(|n| n.checked_mul(ps as u64));
-    let grid_pixels = match grid_pixels {
-        Some(n) if n <= MAX_GRID_PIXELS => n as usize,
-        _ => {
-            return Err(KernelError::Limit(format!(
-                "a {nph}x{npw} grid of {ps}x{ps} patches exceeds the limit of {MAX_GRID_PIXELS} \
-                 output pixels"
-            )))
+    match grid_pixels {
+        Some(n) if n <= MAX_GRID_PIXELS => Ok((nph, npw, n as usize * 3)),
+        _ => Err(KernelError::Limit(format!(
+            "a {nph}x{npw} grid of {ps}x{ps} patches exceeds the limit of {MAX_GRID_PIXELS} \
+             output pixels"
+        ))),
+    }
+}
+
+/// The compact form of [`patchify`]: the same samples as uint8 codes, the pixel values the
+/// tables index (0 where [`patchify`] writes the pad value: the pad rule of the carrier marks
+/// those), so `bits[k] == t[k % 3][codes[k]]` inside the image. `(nph, npw, codes)`.
+pub fn patchify_codes(img: RgbView<'_>, ps: usize, par: &Par) -> Result<(usize, usize, Vec<u8>)> {
+    let (nph, npw, len) = checked_grid(img.width, img.height, ps)?;
+    let mut codes: Vec<u8> = Vec::new();
+    codes
+        .try_reserve_exact(len)
+        .map_err(|_| KernelError::Limit(format!("cannot allocate {len} output codes")))?;
+    let band_len = npw * ps * ps * 3;
+    par.for_each_band(
+        &mut codes.spare_capacity_mut()[..len],
+        band_len,
+        |first, band| {
+            for (k, patch_row) in band.chunks_exact_mut(band_len).enumerate() {
+                write_code_row(img, ps, first + k, patch_row);
+            }
+        },
+    );
+    // SAFETY: `len <= capacity`, and the bands cover `[..len]` exactly, each of whose bytes
+    // `write_code_row` writes once.
+    unsafe { codes.set_len(len) };
+    Ok((nph, npw, codes))
+}
+
+/// [`write_patch_row`] with the pixel values themselves, and 0 for padding.
+fn write_code_row(img: RgbView<'_>, ps: usize, i: usize, out: &mut [MaybeUninit<u8>]) {
+    let line_len = ps * 3;
+    for (j, patch) in out.chunks_exact_mut(ps * line_len).enumerate() {
+        let x0 = j * ps;
+        let inside = img.width.saturating_sub(x0).min(ps);
+        for (y, line) in patch.chunks_exact_mut(line_len).enumerate() {
+            let row = i * ps + y;
+            let n = if row < img.height { inside * 3 } else { 0 };
+            let (pixels, padding) = line.split_at_mut(n);
+            if n > 0 {
+                let start = (row * img.width + x0) * 3;
+                pixels.write_copy_of_slice(&img.data[start..start + n]);
+            }
+            for d in padding {
+                d.write(0);
+            }
         }
-    };
-    let len = grid_pixels * 3;
-    let mut bits: Vec<u16> = Vec::new();
-    bits.try_reserve_exact(len)
-        .map_err(|_| KernelError::Limit(format!("cannot allocate {grid_pixels} output pixels")))?;
-    Ok((nph, npw, bits))
+    }
 }
 
 /// `dst[k] = t[k % 3][src[k]]` for whole RGB pixels. (Packing four samples per 8-byte store
@@ -178,6 +226,36 @@ mod tests {
         // The last column (x0 = 35) has two pixels, then padding.
         let last = ((7 * ps) * ps + 2) * 3;
         assert_eq!(one.bits[last..last + 3], [t[0][PAD], t[1][PAD], t[2][PAD]]);
+    }
+
+    /// The codes index the tables to the very bits of `patchify`, pad where the image ends.
+    #[test]
+    fn codes_expand_to_the_bits() {
+        let (w, h, ps) = (37, 23, 5);
+        let data: Vec<u8> = (0..w * h * 3).map(|i| (i * 7 % 251) as u8).collect();
+        let img = RgbView::new(w, h, &data).unwrap();
+        let t = tables();
+        let want = patchify(img, ps, &t, &Par::inline()).unwrap();
+        for threads in [1, 3] {
+            let (nph, npw, codes) = patchify_codes(img, ps, &Par::new(threads)).unwrap();
+            assert_eq!((nph, npw), (want.nph, want.npw));
+            let got: Vec<u16> = codes
+                .iter()
+                .enumerate()
+                .map(|(k, &v)| {
+                    let (c, px) = (k % 3, k / 3);
+                    let (patch, y, x) = (px / (ps * ps), px / ps % ps, px % ps);
+                    let (row, col) = (patch / npw * ps + y, patch % npw * ps + x);
+                    let v = if row < h && col < w {
+                        usize::from(v)
+                    } else {
+                        PAD
+                    };
+                    t[c][v]
+                })
+                .collect();
+            assert_eq!(got, want.bits);
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@ use mm_kernels::resize::{PassOrder, Resample, ResizePlan, RowScratch};
 use mm_kernels::{KernelError, Par, Result, RgbView};
 
 use crate::normalize::Normalizer;
-use crate::patchify::{block_rows, Grid, Patching, Store};
+use crate::patchify::{block_codes, block_rows, build_codes, Grid, Patching, Store};
 
 /// Image rows resized per step, at least (rounded up to whole merge-block rows).
 const STEP_ROWS: usize = 48;
@@ -70,6 +70,57 @@ pub fn resize_patchify(
     }
 }
 
+/// [`resize_patchify`] in the compact form: the same resize bands, written as uint8 codes
+/// (`[gh * gw, 3 * ps * ps]`, frames once) instead of normalized floats.
+pub fn resize_codes(
+    src: RgbView<'_>,
+    out_w: usize,
+    out_h: usize,
+    resample: Resample,
+    order: PassOrder,
+    p: Patching,
+    par: &Par,
+) -> Result<(Vec<u8>, usize, usize)> {
+    let g = Grid::new(out_w, out_h, p)?;
+    let (in_w, in_h) = (src.width, src.height);
+    let plan = if (in_w, in_h) == (out_w, out_h) {
+        None
+    } else {
+        Some(ResizePlan::new(in_w, in_h, out_w, out_h, resample, order)?)
+    };
+    let (in_row, row_bytes) = (in_w * 3, out_w * 3);
+    let per_step = STEP_ROWS.div_ceil(g.unit);
+    let block_len = g.gw * p.merge_size * 3 * p.patch_size * p.patch_size;
+    let failed = OnceLock::<KernelError>::new();
+    let fill = |first: usize, chunk: &mut [MaybeUninit<u8>]| {
+        let mut band = Vec::new();
+        let mut scratch = RowScratch::default();
+        for (i, part) in chunk.chunks_mut(per_step * block_len).enumerate() {
+            let blocks = part.len() / block_len;
+            let (y, n) = ((first + i * per_step) * g.unit, blocks * g.unit);
+            let rows: &[u8] = match &plan {
+                None => &src.data[y * row_bytes..(y + n) * row_bytes],
+                Some(plan) => {
+                    band.resize(n * row_bytes, 0);
+                    let (lo, hi) = plan.input_rows(y, y + n);
+                    let input = &src.data[lo * in_row..hi * in_row];
+                    if let Err(e) = plan.run_rows(input, y, y + n, &mut band, &mut scratch) {
+                        let _ = failed.set(e);
+                    }
+                    &band
+                }
+            };
+            block_codes(rows, out_w, p, &g, part);
+        }
+    };
+    // SAFETY: `block_codes` writes every element of each part, and the parts tile each chunk.
+    let out = unsafe { build_codes(&g, p, par, fill) }?;
+    match failed.into_inner() {
+        Some(e) => Err(e),
+        None => Ok((out, g.gh, g.gw)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,6 +138,21 @@ mod tests {
                 (s >> 56) as u8
             })
             .collect()
+    }
+
+    /// The compact rows expanded by the table, each frame repeated: the float rows.
+    fn expand(codes: &[u8], t: &Normalizer, p: Patching) -> Vec<f32> {
+        let plane = p.patch_size * p.patch_size;
+        let mut out = Vec::new();
+        for row in codes.chunks_exact(3 * plane) {
+            for c in 0..3 {
+                let ch = &row[c * plane..(c + 1) * plane];
+                for _ in 0..p.temporal_patch_size {
+                    out.extend(ch.iter().map(|&v| t.table[c][usize::from(v)]));
+                }
+            }
+        }
+        out
     }
 
     /// Fused == resize_rgb then patchify, for every pass combination, order and thread count.
@@ -123,6 +189,10 @@ mod tests {
                         for threads in [1, 3] {
                             let got = resize_patchify(src, ow, oh, r, o, &t, p, &Par::new(threads));
                             assert!(got.unwrap() == want, "{w}x{h} -> {ow}x{oh} {r:?} {o:?}");
+                            let (codes, gh, gw) =
+                                resize_codes(src, ow, oh, r, o, p, &Par::new(threads)).unwrap();
+                            assert_eq!((gh, gw), (want.1, want.2));
+                            assert_eq!(expand(&codes, &t, p), want.0, "codes {w}x{h}");
                         }
                     }
                 }

@@ -12,7 +12,7 @@ pub mod smart;
 use mm_kernels::Par;
 use mm_pyglue::{rgb_view, to_pyerr};
 use numpy::ndarray::ArrayView2;
-use numpy::{PyArray2, PyReadonlyArray3};
+use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray3};
 use pyo3::prelude::*;
 
 use crate::process::{Config, Settings};
@@ -79,6 +79,33 @@ impl Processor {
         let rows = out.grid_h * out.grid_w;
         let values = owned_array(py, out.values, rows, out.row_len)?;
         Ok((values, (out.grid_h, out.grid_w), (out.height, out.width)))
+    }
+
+    /// `(codes [gh*gw, 3*ps*ps] uint8, (gh, gw), (height', width'))`: the compact form of
+    /// `process` (its values are `table()[c][code]`, each frame repeated).
+    #[pyo3(signature = (image, threads=1))]
+    #[allow(clippy::type_complexity)]
+    fn process_compact<'py>(
+        &self,
+        py: Python<'py>,
+        image: PyReadonlyArray3<'py, u8>,
+        threads: usize,
+    ) -> PyResult<(Bound<'py, PyArray2<u8>>, (usize, usize), (usize, usize))> {
+        let view = rgb_view(&image).map_err(|e| to_pyerr(py, e))?;
+        let par = Par::new(threads);
+        let cfg = &self.cfg;
+        let out = py
+            .detach(|| process::process_codes(cfg, view, &par))
+            .map_err(|e| to_pyerr(py, e))?;
+        let rows = out.grid_h * out.grid_w;
+        let codes = PyArray1::from_vec(py, out.codes).reshape([rows, out.row_len])?;
+        Ok((codes, (out.grid_h, out.grid_w), (out.height, out.width)))
+    }
+
+    /// The normalize table `[3, 256]` float32: `table[c][v]` is sample `v` of channel `c`.
+    fn table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        let rows: Vec<Vec<f32>> = self.cfg.norm.table.iter().map(|t| t.to_vec()).collect();
+        Ok(PyArray2::from_vec2(py, &rows)?)
     }
 
     /// The resized `(height', width')` of a `height x width` image (smart_resize only).

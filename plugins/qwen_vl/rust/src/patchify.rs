@@ -172,6 +172,62 @@ pub fn block_rows(
     stream::fence();
 }
 
+/// The compact form of [`block_rows`]: the same rows with the uint8 samples themselves (the
+/// table indices) in place of their normalized values, and each frame once, so a row is
+/// `3 * ps * ps` codes `k = (c * ps + py) * ps + px`. Every element of `out` is written.
+pub fn block_codes(band: &[u8], width: usize, p: Patching, g: &Grid, out: &mut [MaybeUninit<u8>]) {
+    let (ps, m) = (p.patch_size, p.merge_size);
+    let plane = ps * ps;
+    let code_row = 3 * plane;
+    let stride = width * 3;
+    let block_len = g.gw * m * code_row;
+    let n_blocks = out.len() / block_len;
+    assert!(
+        band.len() >= n_blocks * g.unit * stride && g.gw * ps == width,
+        "band does not cover the block rows"
+    );
+    for (b, block_row) in out.chunks_exact_mut(block_len).enumerate() {
+        let rows = &band[b * g.unit * stride..(b + 1) * g.unit * stride];
+        for (j, row) in block_row.chunks_exact_mut(code_row).enumerate() {
+            let (mw, mh, bw) = (j % m, (j / m) % m, j / (m * m));
+            let (y0, x0) = (mh * ps, (bw * m + mw) * ps);
+            for py in 0..ps {
+                let at = (y0 + py) * stride + x0 * 3;
+                let line = &rows[at..at + ps * 3];
+                for (px, pixel) in line.chunks_exact(3).enumerate() {
+                    for (c, &v) in pixel.iter().enumerate() {
+                        row[c * plane + py * ps + px].write(v);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `[gh * gw, 3 * ps * ps]` codes of a `grid`, written by `fill(first_block_row, chunk)` in
+/// parallel by block rows (the compact counterpart of [`Grid::build`]).
+///
+/// # Safety
+/// `fill` must initialise every element of every chunk it is given.
+pub unsafe fn build_codes<F>(g: &Grid, p: Patching, par: &Par, fill: F) -> Result<Vec<u8>>
+where
+    F: Fn(usize, &mut [MaybeUninit<u8>]) + Sync,
+{
+    let block_len = g.gw * p.merge_size * 3 * p.patch_size * p.patch_size;
+    let total = (g.gh / p.merge_size)
+        .checked_mul(block_len)
+        .ok_or_else(|| KernelError::Limit("code tensor size overflows".into()))?;
+    let mut out: Vec<u8> = Vec::new();
+    out.try_reserve_exact(total).map_err(|_| {
+        KernelError::Limit(format!("code tensor of {total} bytes cannot be allocated"))
+    })?;
+    par.for_each_band(&mut out.spare_capacity_mut()[..total], block_len, fill);
+    // SAFETY: the bands tile `[..total]` in whole block rows, each handed to `fill` once,
+    // which writes every element (the caller's contract).
+    unsafe { out.set_len(total) };
+    Ok(out)
+}
+
 /// Copies into the output that bypass the cache: the tensor is far larger than any cache and
 /// is not read again here, so non-temporal stores save the read-for-ownership of every line.
 mod stream {

@@ -5,7 +5,7 @@
 use mm_kernels::resize::{PassOrder, Resample};
 use mm_kernels::{KernelError, Par, Result, RgbView};
 
-use crate::fused::resize_patchify;
+use crate::fused::{resize_codes, resize_patchify};
 use crate::normalize::{Mode, Normalizer};
 use crate::patchify::Patching;
 use crate::smart::{smart_resize, Bounds, Variant};
@@ -117,6 +117,37 @@ pub fn process(cfg: &Config, img: RgbView<'_>, par: &Par) -> Result<Processed> {
     Ok(Processed {
         values,
         row_len: cfg.patching.row_len()?,
+        grid_h,
+        grid_w,
+        height: th,
+        width: tw,
+    })
+}
+
+/// The compact form of one image: `[grid_h * grid_w, 3 * ps * ps]` uint8 codes (the resized
+/// pixels in the feature's order, each frame once) that `cfg.norm.table` expands exactly into
+/// [`process`]'s values.
+pub struct Compact {
+    pub codes: Vec<u8>,
+    pub row_len: usize,
+    pub grid_h: usize,
+    pub grid_w: usize,
+    pub height: usize,
+    pub width: usize,
+}
+
+/// [`process`] without the normalize: the codes of its values.
+pub fn process_codes(cfg: &Config, img: RgbView<'_>, par: &Par) -> Result<Compact> {
+    let (th, tw) = smart_resize(img.height as u64, img.width as u64, &cfg.bounds)?;
+    let too_big = || KernelError::Limit(format!("resized size {tw}x{th} does not fit in memory"));
+    let th = usize::try_from(th).map_err(|_| too_big())?;
+    let tw = usize::try_from(tw).map_err(|_| too_big())?;
+    let (codes, grid_h, grid_w) =
+        resize_codes(img, tw, th, cfg.resample, cfg.order, cfg.patching, par)?;
+    let ps = cfg.patching.patch_size;
+    Ok(Compact {
+        codes,
+        row_len: 3 * ps * ps,
         grid_h,
         grid_w,
         height: th,
