@@ -36,7 +36,7 @@ DEFAULT_QUEUE_SIZE = 64
 DEFAULT_RING_SIZE = 1024
 DEFAULT_DEADLINE_S = 60.0
 DEFAULT_RING_CHUNK_IDS = 1 << 22  # 32 MiB of int64 ids per arena chunk, paged in on use
-DEFAULT_MAX_JSON_BYTES = 16 * 1024 * 1024  # a ?format=json answer; safetensors has no cap
+DEFAULT_MAX_JSON_BYTES = 128 * 1024 * 1024  # a ?format=json answer; safetensors has no cap
 DEFAULT_HEADER_TIMEOUT_S = 10.0
 DEFAULT_KEEP_ALIVE_S = 5.0
 DEFAULT_SHUTDOWN_S = 10.0
