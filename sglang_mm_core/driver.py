@@ -176,6 +176,11 @@ class _Done:
 
 
 def _as_ids(input_ids: Any) -> npt.NDArray[np.int64]:
+    # numpy turns ``[True, 5]`` into integers; a bool is not a token id.
+    if not isinstance(input_ids, np.ndarray) and isinstance(input_ids, Sequence):
+        kinds = set(map(type, input_ids))
+        if bool in kinds or np.bool_ in kinds:
+            raise MmRequestError("input_ids must be integers, not booleans")
     ids = np.asarray(input_ids)
     if ids.size == 0:
         raise MmRequestError("input_ids is empty: a request needs at least one prompt token")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from ..errors import FetchError, LimitError, MmError
 from ..spec import FetchPolicy, Limits
 from .budget import Budget
+from .cancel import CancelScope, cancel_scope, check_cancelled
 from .http import MAX_REDIRECTS, fetch_http
 from .policy import resolve_timeout
 from .sources import (
@@ -85,10 +86,11 @@ def fetch_all(sources: Sequence[Source], *, policy: FetchPolicy, limits: Limits)
             f"{len(sources)} image sources exceed limits.max_items ({limits.max_items})"
         ).at_item(limits.max_items)
     budget = Budget(limits)
-    return [
-        fetch_one(source, policy=policy, limits=limits, item=k, budget=budget)
-        for k, source in enumerate(sources)
-    ]
+    out = []
+    for k, source in enumerate(sources):
+        check_cancelled()  # between sources: a cancelled request fetches nothing more
+        out.append(fetch_one(source, policy=policy, limits=limits, item=k, budget=budget))
+    return out
 
 
 def fetch_bytes(
@@ -103,8 +105,11 @@ def fetch_bytes(
 __all__ = [
     "MAX_REDIRECTS",
     "Budget",
+    "CancelScope",
     "Fetched",
     "Source",
+    "cancel_scope",
+    "check_cancelled",
     "fetch_all",
     "fetch_bytes",
     "fetch_one",

@@ -35,6 +35,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from ..errors import FetchError, MmError
 from ..spec import FetchPolicy
 from .budget import Budget
+from .cancel import CancelScope, check_cancelled, current_scope
 from .policy import check_domain, checked_address, resolve_timeout
 from .sources import describe
 
@@ -58,9 +59,13 @@ class Deadline:
         self._timer = threading.Timer(seconds, self._fire)
         self._timer.daemon = True
         self._token: contextvars.Token[Deadline | None] | None = None
+        self._scope: CancelScope | None = None
 
     def __enter__(self) -> Deadline:
         self._token = _CURRENT.set(self)
+        self._scope = current_scope()
+        if self._scope is not None:
+            self._scope.add_hook(self._fire)  # a cancelled request shuts its sockets too
         self._timer.start()
         return self
 
@@ -71,6 +76,8 @@ class Deadline:
         tb: TracebackType | None,
     ) -> None:
         self._timer.cancel()
+        if self._scope is not None:
+            self._scope.remove_hook(self._fire)
         with self._lock:
             self._closed = True
             self._sockets.clear()
@@ -82,7 +89,10 @@ class Deadline:
         return self._fired or time.monotonic() >= self._expires
 
     def remaining(self) -> float:
-        """Seconds left; raises the timeout error once there are none."""
+        """Seconds left; raises the timeout error once there are none, and the cancellation
+        error once the request is cancelled."""
+        if self._scope is not None:
+            self._scope.check()
         left = self._expires - time.monotonic()
         if left <= 0 or self._fired:
             raise self.error()
@@ -215,10 +225,12 @@ def fetch_http(url: str, policy: FetchPolicy, budget: Budget) -> bytes:
         try:
             return _get(session, url, policy, budget, deadline)
         except MmError:
+            check_cancelled()
             if deadline.expired:
                 raise deadline.error() from None
             raise
         except Exception as err:
+            check_cancelled()
             if deadline.expired:
                 raise deadline.error() from None
             raise FetchError(f"{_explain(err)} (fetching {_shown(url)})") from None
@@ -233,6 +245,7 @@ def _get(
 ) -> bytes:
     current = url
     for hop in range(MAX_REDIRECTS + 1):
+        deadline.remaining()  # between hops: stop if out of time or cancelled
         response, logical = _send(session, current, policy, deadline, hop)
         try:
             target = session.get_redirect_target(response)

@@ -19,7 +19,7 @@ Source: TypeAlias = str | bytes | bytearray | memoryview | os.PathLike[str]
 Buffer: TypeAlias = bytes | bytearray | memoryview
 
 _CHUNK = 1 << 20
-_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_PERCENT_CHUNK = 1 << 16  # unquote_to_bytes makes one object per escape: keep chunks small
 _BASE64ISH = re.compile(r"[A-Za-z0-9+/]{60,}={0,2}")
 
 
@@ -64,10 +64,18 @@ def passthrough(source: Buffer, budget: Budget) -> Buffer:
     return source
 
 
+def _check_decoded(size: int, budget: Budget, what: str) -> None:
+    """Refuse, before decoding, an encoded source whose decoded size (exact, or a lower bound)
+    is over the stream cap (`max_stream_bytes`, or what is left of `max_total_bytes`)."""
+    cap, limit = budget.stream_cap()
+    if size > cap:
+        raise budget.over_cap(limit, f"decoded {what} of {size} bytes or more")
+
+
 def decode_base64(text: str, budget: Budget, what: str = "base64 source") -> bytes:
     """Standard-alphabet base64, surrounding whitespace trimmed; the decoded size is checked
-    against the request budget before anything is decoded."""
-    budget.check_size(_native.base64_decoded_len(text), f"decoded {what}")
+    against the stream cap and the request budget before anything is decoded."""
+    _check_decoded(_native.base64_decoded_len(text), budget, what)
     try:
         data = _native.base64_decode(text)
     except MmError as err:  # the kernel reports a KernelArgumentError
@@ -83,15 +91,33 @@ def decode_data_url(url: str, budget: Budget) -> bytes:
     comma = url.find(",", 5)
     if comma < 0:
         raise FetchError("data: URL has no ',' before its data")
-    header, payload = url[5:comma], url[comma + 1 :]
+    header = url[5:comma]
     params = [p.strip().lower() for p in header.split(";")]
     if len(params) > 1 and params[-1] == "base64":
-        return decode_base64(payload, budget, "data: URL payload")
-    raw_len = len(payload) if payload.isascii() else len(payload.encode("utf-8"))
-    size = raw_len - 2 * len(_PERCENT_ESCAPE.findall(payload))
-    budget.check_size(size, "decoded data: URL payload")
-    data = unquote_to_bytes(payload)
-    budget.charge(len(data), "decoded data: URL payload")
+        return decode_base64(url[comma + 1 :], budget, "data: URL payload")
+    return _decode_percent(url, comma + 1, budget, "data: URL payload")
+
+
+def _decode_percent(text: str, start: int, budget: Budget, what: str) -> bytes:
+    """Percent-decoding of ``text[start:]`` in chunks (never copied whole), so memory stays
+    near the decoded size and stops at the cap. Each escape turns at most 3 characters into
+    1 byte, so ``length - 2 * count('%')`` is a lower bound of the decoded size, checked
+    before decoding anything."""
+    n = len(text)
+    _check_decoded(n - start - 2 * text.count("%", start), budget, what)
+    cap, limit = budget.stream_cap()
+    out = bytearray()
+    while start < n:
+        end = min(start + _PERCENT_CHUNK, n)
+        cut = text.rfind("%", max(start, end - 2), end)
+        if end < n and cut >= 0:
+            end = cut  # never split an escape between two chunks
+        out += unquote_to_bytes(text[start:end])
+        if len(out) > cap:
+            raise budget.over_cap(limit, f"decoded {what} ({len(out)} bytes so far)")
+        start = end
+    data = bytes(out)
+    budget.charge(len(data), f"decoded {what}")
     return data
 
 
@@ -132,8 +158,13 @@ def read_file(source: str | os.PathLike[str], policy: FetchPolicy, budget: Budge
         )
     path = file_path(source)
     shown = describe(path)
+    _check_path(path, shown)
     root = os.path.realpath(policy.file_root) if policy.file_root is not None else None
-    if root is not None and not _inside(os.path.realpath(path), root):
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError) as err:
+        raise FetchError(f"invalid file path {shown}: {err}") from None
+    if root is not None and not _inside(real, root):
         raise FetchError(f"file {shown} is outside file_root, refused by fetch policy file_root")
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
     try:
@@ -141,7 +172,7 @@ def read_file(source: str | os.PathLike[str], policy: FetchPolicy, budget: Budge
     except OSError as err:
         hint = _looks_base64(source) if err.errno == errno.ENOENT else ""
         raise FetchError(f"cannot open file {shown}: {_reason(err)}{hint}") from None
-    except ValueError as err:  # an embedded NUL
+    except ValueError as err:  # anything `_check_path` missed
         raise FetchError(f"invalid file path {shown}: {err}") from None
     try:
         info = os.fstat(fd)
@@ -158,6 +189,19 @@ def read_file(source: str | os.PathLike[str], policy: FetchPolicy, budget: Budge
         raise FetchError(f"cannot read file {shown}: {_reason(err)}") from None
     finally:
         os.close(fd)
+
+
+def _check_path(path: str, shown: str) -> None:
+    """A path the OS cannot take (a NUL byte, text that has no file-system encoding) is the
+    client's error, not a ValueError deep in `os`."""
+    if not isinstance(path, str) or not path:
+        raise FetchError(f"invalid file path {shown}: it must be a non-empty string")
+    if "\x00" in path:
+        raise FetchError(f"invalid file path {shown}: it contains a NUL byte")
+    try:
+        os.fsencode(path)
+    except (UnicodeError, ValueError) as err:
+        raise FetchError(f"invalid file path {shown}: {err}") from None
 
 
 def _opened_path(fd: int, path: str) -> str:

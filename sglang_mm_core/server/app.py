@@ -81,12 +81,38 @@ def _respond(engine: Engine, answer: Answer) -> Response:
     return BufferResponse(answer)
 
 
+MAX_ERRORS_LISTED = 3
+MAX_ERROR_PART = 300  # characters of one listed error
+OFF_LOOP_BYTES = 64 * 1024  # bodies larger than this are parsed on a worker thread
+
+
+def _clip(text: str, n: int = MAX_ERROR_PART) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
 def _validation_message(err: ValidationError | RequestValidationError) -> str:
+    """The first few errors and how many there are: bounded whatever the body."""
+    if isinstance(err, ValidationError):
+        count = err.error_count()
+        errors = err.errors(include_url=False, include_input=False) if count else []
+    else:
+        errors = list(err.errors())
+        count = len(errors)
     parts = []
-    for e in err.errors():
+    for e in errors[:MAX_ERRORS_LISTED]:
         loc = ".".join(str(p) for p in e.get("loc", ()) if p != "body")
-        parts.append(f"{loc or '(body)'}: {e.get('msg', 'invalid')}")
+        parts.append(_clip(f"{loc or '(body)'}: {e.get('msg', 'invalid')}"))
+    if count > MAX_ERRORS_LISTED:
+        parts.append(f"and {count - MAX_ERRORS_LISTED} more error(s)")
     return "; ".join(parts) or "invalid request"
+
+
+def _parse(body: bytes) -> PreprocessRequest | str:
+    """The request, or the message of its validation error (built on the same thread)."""
+    try:
+        return PreprocessRequest.model_validate_json(body)
+    except ValidationError as e:
+        return _validation_message(e)
 
 
 async def _read_body(request: Request, cap: int) -> bytes:
@@ -165,10 +191,11 @@ async def _serve(
     except ClientDisconnect:
         engine.metrics.disconnects.inc()
         return Response(status_code=CLIENT_CLOSED)
-    try:
-        doc = PreprocessRequest.model_validate_json(body)
-    except ValidationError as e:
-        return _respond(engine, error_answer(422, "ValidationError", _validation_message(e)))
+    # Parsing a big body holds the GIL for a while, but off the loop thread the loop still
+    # gets its turns (the interpreter switches threads), so /health keeps answering.
+    doc = _parse(body) if len(body) <= OFF_LOOP_BYTES else await asyncio.to_thread(_parse, body)
+    if isinstance(doc, str):
+        return _respond(engine, error_answer(422, "ValidationError", doc))
     rid = doc.rid if doc.rid is not None or kind != "submit" else engine.new_rid()
     req = MmInput(input_ids=doc.input_ids, images=doc.images, rid=rid)
     ticket = Ticket(kind, req, rid or "", fmt, asyncio.get_running_loop(), deadline)

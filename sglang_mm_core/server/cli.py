@@ -7,7 +7,14 @@ import argparse
 import logging
 
 from ..errors import SpecError
-from .config import DEFAULT_DEADLINE_S, DEFAULT_QUEUE_SIZE
+from .config import (
+    DEFAULT_DEADLINE_S,
+    DEFAULT_HEADER_TIMEOUT_S,
+    DEFAULT_KEEP_ALIVE_S,
+    DEFAULT_MAX_JSON_BYTES,
+    DEFAULT_QUEUE_SIZE,
+    DEFAULT_SHUTDOWN_S,
+)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -30,6 +37,10 @@ def _serve(args: argparse.Namespace) -> int:
         queue_size=args.queue_size,
         deadline_s=args.deadline_s,
         log_level=args.log_level,
+        max_json_bytes=args.max_json_bytes,
+        header_timeout_s=args.header_timeout_s,
+        keep_alive_s=args.keep_alive_s,
+        shutdown_s=args.shutdown_s,
     )
 
 
@@ -62,6 +73,30 @@ def add_serve_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[
         type=float,
         default=DEFAULT_DEADLINE_S,
         help=f"per-request deadline in seconds ({DEFAULT_DEADLINE_S:g})",
+    )
+    p.add_argument(
+        "--max-json-bytes",
+        type=int,
+        default=DEFAULT_MAX_JSON_BYTES,
+        help=f"largest ?format=json answer, else 413 ({DEFAULT_MAX_JSON_BYTES})",
+    )
+    p.add_argument(
+        "--header-timeout-s",
+        type=float,
+        default=DEFAULT_HEADER_TIMEOUT_S,
+        help=f"time for a request's line and headers ({DEFAULT_HEADER_TIMEOUT_S:g})",
+    )
+    p.add_argument(
+        "--keep-alive-s",
+        type=float,
+        default=DEFAULT_KEEP_ALIVE_S,
+        help=f"idle keep-alive connections are closed after it ({DEFAULT_KEEP_ALIVE_S:g})",
+    )
+    p.add_argument(
+        "--shutdown-s",
+        type=float,
+        default=DEFAULT_SHUTDOWN_S,
+        help=f"bound of a graceful stop ({DEFAULT_SHUTDOWN_S:g})",
     )
     p.add_argument(
         "--log-level",

@@ -36,6 +36,11 @@ DEFAULT_QUEUE_SIZE = 64
 DEFAULT_RING_SIZE = 1024
 DEFAULT_DEADLINE_S = 60.0
 DEFAULT_RING_CHUNK_IDS = 1 << 22  # 32 MiB of int64 ids per arena chunk, paged in on use
+DEFAULT_MAX_JSON_BYTES = 128 * 1024 * 1024  # a ?format=json answer; safetensors has no cap
+DEFAULT_HEADER_TIMEOUT_S = 10.0
+DEFAULT_KEEP_ALIVE_S = 5.0
+DEFAULT_SHUTDOWN_S = 10.0
+DEFAULT_MAX_HEADER_BYTES = 64 * 1024
 MAX_DEFAULT_WORKERS = 4
 Order = Literal["arrival", "completion"]
 ORDERS: tuple[Order, ...] = ("arrival", "completion")
@@ -58,7 +63,15 @@ class ServerConfig:
     request is answered 503 (408 if the client had not finished sending its body).
     ``order``: the order embedded mode hands parked requests to the host: ``"arrival"`` (the
     order they were accepted in; a request still processing holds back those accepted after
-    it) or ``"completion"`` (the order they finished processing in)."""
+    it) or ``"completion"`` (the order they finished processing in).
+    ``max_json_bytes``: the largest ``?format=json`` answer; past it the answer is 413
+    (JSON costs ~20 bytes and a Python object per element while encoding).
+    ``header_timeout_s``: a request's line and headers must arrive within it (counted from
+    the connection opening or their first byte), else 408 and the connection is closed.
+    ``max_header_bytes``: the most a request line plus headers may take (else 431).
+    ``keep_alive_s``: an idle keep-alive connection is closed after it.
+    ``shutdown_s``: how long a graceful stop waits for in-flight requests (slow uploads are
+    cut off at it)."""
 
     workers: int
     queue_size: int = DEFAULT_QUEUE_SIZE
@@ -66,6 +79,11 @@ class ServerConfig:
     deadline_s: float = DEFAULT_DEADLINE_S
     ring_chunk_ids: int = DEFAULT_RING_CHUNK_IDS
     order: Order = "arrival"
+    max_json_bytes: int = DEFAULT_MAX_JSON_BYTES
+    header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
+    keep_alive_s: float = DEFAULT_KEEP_ALIVE_S
+    shutdown_s: float = DEFAULT_SHUTDOWN_S
 
     def validate(self) -> None:
         for name, value in (
@@ -73,11 +91,19 @@ class ServerConfig:
             ("queue_size", self.queue_size),
             ("ring_size", self.ring_size),
             ("ring_chunk_ids", self.ring_chunk_ids),
+            ("max_json_bytes", self.max_json_bytes),
+            ("max_header_bytes", self.max_header_bytes),
         ):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise LaunchError(f"{name} must be an integer >= 1, got {value!r}")
-        if not (self.deadline_s > 0):
-            raise LaunchError(f"deadline_s must be > 0 seconds, got {self.deadline_s!r}")
+        for name, secs in (
+            ("deadline_s", self.deadline_s),
+            ("header_timeout_s", self.header_timeout_s),
+            ("keep_alive_s", self.keep_alive_s),
+            ("shutdown_s", self.shutdown_s),
+        ):
+            if isinstance(secs, bool) or not isinstance(secs, (int, float)) or not secs > 0:
+                raise LaunchError(f"{name} must be > 0 seconds, got {secs!r}")
         if self.order not in ORDERS:
             raise LaunchError(f"order must be 'arrival' or 'completion', got {self.order!r}")
 

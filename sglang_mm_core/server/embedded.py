@@ -49,6 +49,13 @@ Cores = tuple[int, ...]
 CoresArg = tuple[Cores | None, Cores | None] | str | None
 
 STARTUP_TIMEOUT_S = 30.0
+_EXTRA_SETTINGS = {
+    "max_json_bytes",
+    "header_timeout_s",
+    "max_header_bytes",
+    "keep_alive_s",
+    "shutdown_s",
+}
 
 
 class MmServer:
@@ -78,6 +85,7 @@ class MmServer:
         order: Order = "arrival",
         registry: Registry | None = None,
         log_level: str = "warning",
+        **settings: Any,
     ) -> MmServer:
         """Start the workers and the ingress; returns once the port is bound and serving.
 
@@ -86,8 +94,13 @@ class MmServer:
         and then narrows the calling thread to ``launch_cores``; ``"auto"`` is
         ``partition_cores()``. ``order``: ``"arrival"`` hands parked requests to the host in
         the order they were accepted, ``"completion"`` in the order they finished processing.
+        ``settings``: the other `ServerConfig` fields (``max_json_bytes``,
+        ``header_timeout_s``, ``max_header_bytes``, ``keep_alive_s``, ``shutdown_s``).
         A setting that cannot be honoured raises `LaunchError` naming it; a bad spec raises
         `SpecError`."""
+        unknown = sorted(set(settings) - _EXTRA_SETTINGS)
+        if unknown:
+            raise LaunchError(f"unknown setting(s) {unknown}")
         if isinstance(cores, str):
             if cores != "auto":
                 raise LaunchError(f"cores must be None, 'auto' or a pair of core sets: {cores!r}")
@@ -114,6 +127,7 @@ class MmServer:
             deadline_s=deadline_s,
             ring_chunk_ids=ring_chunk_ids,
             order=order,
+            **settings,
         )
         config.validate()
         resolved = server_spec(spec, registry=registry, threads=server_threads(server_cores))
@@ -143,7 +157,7 @@ class MmServer:
         self.engine = Engine(resolved, config, server_cores=server_cores)
         self.engine.build()
         app = create_app(self.engine, families_of(registry), embedded=True)
-        self._server = uvicorn_server(app, log_level=log_level, graceful_s=config.deadline_s)
+        self._server = uvicorn_server(app, log_level=log_level, settings=config)
         self._sock = sock
         self._shutdown_lock = threading.Lock()
         self._closed = False

@@ -31,6 +31,8 @@ from typing import Literal
 
 from .._carriers import MmInput, MmOutput
 from ..driver import Pipeline, resolve_threads
+from ..errors import LimitError
+from ..fetch.cancel import CancelScope, cancel_scope
 from ..spec import ResolvedSpec
 from . import codec
 from .config import ServerConfig, request_share
@@ -69,6 +71,7 @@ class Ticket:
     __slots__ = (
         "accepted",
         "compact",
+        "cancel",
         "deadline",
         "fmt",
         "future",
@@ -104,6 +107,7 @@ class Ticket:
         self.parked: Parked | None = None
         self.ready = False  # parked and in the ring proper (drainable); stays set once drained
         self.compact = False  # answer features in the compact form (`?compact=1`)
+        self.cancel = CancelScope()  # set when the request leaves early: its fetches stop
 
 
 def _resolve(future: asyncio.Future[Answer], answer: Answer) -> None:
@@ -223,6 +227,7 @@ class Engine:
         with self._lock:
             if ticket.state in (State.QUEUED, State.RUNNING):
                 self._answer(ticket, deadline_exceeded(self.config.deadline_s))
+                ticket.cancel.cancel("the request's deadline passed")
                 return True
             return False
 
@@ -238,6 +243,7 @@ class Engine:
                 return
             self._finish(ticket)
             ticket.parked = None
+            ticket.cancel.cancel("the client went away")
 
     # -- workers -----------------------------------------------------------------------------
     def _worker(self, k: int) -> None:
@@ -256,7 +262,8 @@ class Engine:
                     continue
                 ticket.state = State.RUNNING
             try:
-                self._run(ticket)
+                with cancel_scope(ticket.cancel):
+                    self._run(ticket)
             except BaseException as e:  # a bug in the engine itself: answer, log, carry on
                 with self._lock:
                     self._answer(ticket, answer_for(e, f"request {ticket.rid!r}"))
@@ -283,7 +290,11 @@ class Engine:
         if ticket.kind == "submit":
             self._park(ticket, out)
         else:
-            self._complete(ticket, encode_answer(out, ticket.fmt))
+            try:
+                answer = encode_answer(out, ticket.fmt, self.config.max_json_bytes)
+            except LimitError as e:
+                answer = answer_for(e, f"request {ticket.rid!r}")
+            self._complete(ticket, answer)
 
     def _complete(self, ticket: Ticket, answer: Answer) -> None:
         with self._lock:
@@ -473,11 +484,13 @@ class Engine:
             self.pipeline.close()
 
 
-def encode_answer(out: MmOutput, fmt: Format) -> Answer:
-    """The 200 answer of ``/v1/preprocess`` in the requested body format."""
+def encode_answer(out: MmOutput, fmt: Format, max_json_bytes: int | None = None) -> Answer:
+    """The 200 answer of ``/v1/preprocess`` in the requested body format; a JSON one over
+    ``max_json_bytes`` raises `LimitError`."""
     headers: dict[str, str] = {"X-Format": fmt}
     if fmt == "json":
-        return Answer(200, codec.encode_json(out), codec.JSON_MEDIA_TYPE, headers)
+        body = codec.encode_json_chunks(out, max_json_bytes)
+        return Answer(200, list(body), codec.JSON_MEDIA_TYPE, headers)
     return Answer(200, codec.encode_safetensors(out), codec.SAFETENSORS_MEDIA_TYPE, headers)
 
 

@@ -12,8 +12,10 @@ from typing import Any
 
 import uvicorn
 
+from .config import ServerConfig
 from .cores import affinity_available, allowed_cores
 from .errors import LaunchError
+from .protocol import guarded_protocol
 
 Cores = tuple[int, ...]
 
@@ -60,15 +62,22 @@ def bind(host: str, port: int, what: str = "http_addr") -> socket.socket:
 
 
 def uvicorn_server(
-    app: Any, *, log_level: str, graceful_s: float, cls: type[uvicorn.Server] = uvicorn.Server
+    app: Any,
+    *,
+    log_level: str,
+    settings: ServerConfig,
+    cls: type[uvicorn.Server] = uvicorn.Server,
 ) -> uvicorn.Server:
+    """uvicorn with the server's connection guards: head timeout and size cap (our protocol
+    class), keep-alive idle timeout and the graceful-stop bound."""
     config = uvicorn.Config(
         app,
         log_level=log_level,
         access_log=False,
         lifespan="off",
-        timeout_graceful_shutdown=max(1, int(graceful_s + 0.999)),
-        timeout_keep_alive=30,
+        http=guarded_protocol(settings.header_timeout_s, settings.max_header_bytes),
+        timeout_graceful_shutdown=max(1, int(settings.shutdown_s + 0.999)),
+        timeout_keep_alive=settings.keep_alive_s,  # type: ignore[arg-type]  # a float works
         server_header=False,
     )
     return cls(config)

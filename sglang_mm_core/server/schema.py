@@ -3,12 +3,56 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 INT64_MAX = 2**63 - 1
-TokenId = Annotated[int, Field(ge=0, le=INT64_MAX)]
+# Strict: a JSON ``true``, ``"5"`` or ``7.0`` is not a token id.
+TokenId = Annotated[StrictInt, Field(ge=0, le=INT64_MAX)]
+MAX_LISTED = 3  # offending elements named in an error message; the rest are only counted
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def bounded_list_error(what: str, bad: list[tuple[int, Any]], count: int, expected: str) -> str:
+    """``what[i]=value`` for the first few offending elements plus how many there are: an
+    error message whose size does not grow with the input."""
+    shown = ", ".join(f"{what}[{i}]={_short(v)}" for i, v in bad[:MAX_LISTED])
+    more = f" and {count - MAX_LISTED} more" if count > MAX_LISTED else ""
+    return f"{count} element(s) of {what} are not {expected}: {shown}{more}"
+
+
+def _first_bad(value: list[Any], ok: Any) -> tuple[list[tuple[int, Any]], int]:
+    bad: list[tuple[int, Any]] = []
+    count = 0
+    for i, x in enumerate(value):
+        if not ok(x):
+            count += 1
+            if len(bad) < MAX_LISTED:
+                bad.append((i, x))
+    return bad, count
+
+
+def _is_token_id(x: Any) -> bool:
+    return type(x) is int and 0 <= x <= INT64_MAX
+
+
+def _is_str(x: Any) -> bool:
+    return type(x) is str
 
 
 class PreprocessRequest(BaseModel):
@@ -24,11 +68,49 @@ class PreprocessRequest(BaseModel):
         "answers by (assigned by the server when absent, unique among requests in flight).",
     )
     input_ids: list[TokenId] = Field(description="Prompt token ids.")
-    images: list[str] = Field(
+    images: list[StrictStr] = Field(
         default_factory=list,
         description="Each an http(s) URL, a data: URL, bare base64 or, when the fetch policy "
         "allows it, a file path or file:// URL.",
     )
+
+    # The element checks run in Python before pydantic's own, so a list of a million bad
+    # elements is one short error, not a million (pydantic builds every one of them).
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict) and len(data) > len(cls.model_fields) + MAX_LISTED:
+            unknown = [k for k in data if k not in cls.model_fields]
+            if len(unknown) > MAX_LISTED:
+                shown = ", ".join(_short(k) for k in unknown[:MAX_LISTED])
+                raise PydanticCustomError(
+                    "extra_forbidden",
+                    "{count} unknown field(s): {shown} and {more} more",
+                    {"count": len(unknown), "shown": shown, "more": len(unknown) - MAX_LISTED},
+                )
+        return data
+
+    @field_validator("input_ids", mode="wrap")
+    @classmethod
+    def _strict_ids(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        if isinstance(value, list) and value:
+            types = set(map(type, value))
+            if types != {int} or min(value) < 0 or max(value) > INT64_MAX:
+                bad, count = _first_bad(value, _is_token_id)
+                if count > 1:
+                    text = bounded_list_error("input_ids", bad, count, "integers in 0..2**63-1")
+                    raise PydanticCustomError("token_ids", "{text}", {"text": text})
+        return handler(value)
+
+    @field_validator("images", mode="wrap")
+    @classmethod
+    def _strict_images(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        if isinstance(value, list) and value and set(map(type, value)) != {str}:
+            bad, count = _first_bad(value, _is_str)
+            if count > 1:
+                text = bounded_list_error("images", bad, count, "strings")
+                raise PydanticCustomError("images", "{text}", {"text": text})
+        return handler(value)
 
 
 class ErrorDetail(BaseModel):

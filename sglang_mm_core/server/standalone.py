@@ -32,8 +32,6 @@ from .ingress import bind, uvicorn_server
 
 log = logging.getLogger("sglang_mm.server")
 
-SHUTDOWN_JOIN_S = 10.0
-
 
 class _Server(uvicorn.Server):
     """uvicorn, plus the engine's part of a graceful stop."""
@@ -44,11 +42,16 @@ class _Server(uvicorn.Server):
         # A signal handler must not take the engine lock (the interrupted code may hold it).
         threading.Thread(target=self.engine.stop_accepting, daemon=True).start()
         super().handle_exit(sig, frame)
+        # uvicorn re-raises the signal once stopped, so the process would end "killed by
+        # SIGTERM"; a graceful stop is a normal exit (status 0).
+        captured = getattr(self, "_captured_signals", None)
+        if isinstance(captured, list):
+            captured.clear()
 
     async def shutdown(self, sockets: Any = None) -> None:
         await asyncio.to_thread(self.engine.stop_accepting)
         await super().shutdown(sockets)
-        await asyncio.to_thread(self.engine.join_workers, SHUTDOWN_JOIN_S)
+        await asyncio.to_thread(self.engine.join_workers, self.engine.config.shutdown_s)
         self.engine.answer_all_pending()
 
 
@@ -63,9 +66,11 @@ def serve(
     deadline_s: float = DEFAULT_DEADLINE_S,
     log_level: str = "info",
     registry: Registry | None = None,
+    **settings: Any,
 ) -> int:
     """Serve until interrupted; returns the exit status. Settings that cannot be honoured
-    raise `LaunchError` naming the option; a bad spec raises `SpecError`."""
+    raise `LaunchError` naming the option; a bad spec raises `SpecError`. ``settings``: the
+    other `ServerConfig` fields (``max_json_bytes``, ``header_timeout_s``, ...)."""
     launch_cores: tuple[int, ...] | None = None
     server_cores: tuple[int, ...] | None = None
     if pin_cores:
@@ -81,6 +86,7 @@ def serve(
         workers=default_workers(server_cores) if workers is None else workers,
         queue_size=queue_size,
         deadline_s=deadline_s,
+        **settings,
     )
     try:
         config.validate()
@@ -91,7 +97,7 @@ def serve(
     sock = bind(host, port, "--host/--port")
     engine = Engine(resolved, config, server_cores=server_cores)
     app = create_app(engine, families_of(registry))
-    server = uvicorn_server(app, log_level=log_level, graceful_s=deadline_s, cls=_Server)
+    server = uvicorn_server(app, log_level=log_level, settings=config, cls=_Server)
     assert isinstance(server, _Server)
     server.engine = engine
     ingress_tid = threading.get_native_id()

@@ -357,7 +357,7 @@ def test_serve_command_parity_and_sigterm_under_load(
             statuses = sorted(f.result().status_code for f in futs)
         # The running one finishes (the bytes are no image: 400), the queued ones get 503.
         assert statuses[0] == 400 and set(statuses[1:]) == {503}, statuses
-        assert proc.wait(30) in (0, -signal.SIGTERM)
+        assert proc.wait(30) == 0  # a graceful stop is a normal exit
     finally:
         if proc.poll() is None:
             proc.kill()

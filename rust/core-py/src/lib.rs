@@ -3,11 +3,11 @@
 
 use mm_kernels::decode::{self, Alpha, DecodeOptions};
 use mm_kernels::resize::{self, PassOrder, Resample};
-use mm_kernels::{b64, dims, hash, limits, Par};
+use mm_kernels::{b64, dims, hash, limits, KernelError, Par};
 use mm_pyglue::{array_from_vec, bytes_snapshot, rgb_view, to_pyerr};
 use numpy::{PyArrayDyn, PyReadonlyArray3};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBool, PyBytes};
 
 /// Run `f` over the bytes of a bytes-like object (see `mm_pyglue::bytes_snapshot`).
 fn with_bytes<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
@@ -15,16 +15,71 @@ fn with_bytes<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> R) -> PyResult
     Ok(f(snapshot.as_bytes()))
 }
 
+/// Integer argument `name` in `0..=max`. Anything else (negative, too large, a bool, not an
+/// integer) is a `KernelArgumentError` naming it, not pyo3's `OverflowError`/`TypeError`.
+fn int_arg<T>(py: Python<'_>, obj: &Bound<'_, PyAny>, name: &str, max: T) -> PyResult<T>
+where
+    T: TryFrom<i128> + Into<u128> + Copy + std::fmt::Display,
+{
+    let value = if obj.is_instance_of::<PyBool>() {
+        None
+    } else {
+        obj.extract::<i128>().ok()
+    };
+    if let Some(v) = value {
+        if v >= 0 && (v as u128) <= max.into() {
+            if let Ok(out) = T::try_from(v) {
+                return Ok(out);
+            }
+        }
+    }
+    let mut shown = obj
+        .repr()
+        .map(|r| r.to_string())
+        .unwrap_or_else(|_| "?".to_owned());
+    if shown.len() > 40 {
+        let cut = (0..=37)
+            .rev()
+            .find(|&i| shown.is_char_boundary(i))
+            .unwrap_or(0);
+        shown.truncate(cut);
+        shown.push_str("...");
+    }
+    let msg = format!("{name} must be an integer in 0..={max}, got {shown}");
+    Err(to_pyerr(py, KernelError::InvalidArgument(msg)))
+}
+
+/// `int_arg` for an optional argument (None: `default`).
+fn opt_int_arg<T>(
+    py: Python<'_>,
+    obj: Option<&Bound<'_, PyAny>>,
+    name: &str,
+    max: T,
+    default: Option<T>,
+) -> PyResult<Option<T>>
+where
+    T: TryFrom<i128> + Into<u128> + Copy + std::fmt::Display,
+{
+    match obj {
+        Some(o) if !o.is_none() => int_arg(py, o, name, max).map(Some),
+        _ => Ok(default),
+    }
+}
+
 #[pyfunction]
-#[pyo3(signature = (data, alpha="white", exif_orientation=true, max_pixels=limits::MAX_IMAGE_PIXELS, max_side=limits::MAX_IMAGE_SIDE))]
+#[pyo3(signature = (data, alpha="white", exif_orientation=true, max_pixels=None, max_side=None))]
 fn image_decode_rgb<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     alpha: &str,
     exif_orientation: bool,
-    max_pixels: u64,
-    max_side: u32,
+    max_pixels: Option<&Bound<'py, PyAny>>,
+    max_side: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
+    let max_pixels = opt_int_arg(py, max_pixels, "max_pixels", u64::MAX, None)?
+        .unwrap_or(limits::MAX_IMAGE_PIXELS);
+    let max_side =
+        opt_int_arg(py, max_side, "max_side", u32::MAX, None)?.unwrap_or(limits::MAX_IMAGE_SIDE);
     let alpha = Alpha::parse(alpha).map_err(|e| to_pyerr(py, e))?;
     let opts = DecodeOptions {
         alpha,
@@ -45,9 +100,11 @@ fn image_dimensions(
     py: Python<'_>,
     data: &Bound<'_, PyAny>,
     exif_orientation: bool,
-    max_pixels: Option<u64>,
-    max_side: Option<u64>,
+    max_pixels: Option<&Bound<'_, PyAny>>,
+    max_side: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<(u32, u32)> {
+    let max_pixels = opt_int_arg(py, max_pixels, "max_pixels", u64::MAX, None)?;
+    let max_side = opt_int_arg(py, max_side, "max_side", u64::MAX, None)?;
     // Header only, but a PNG probe walks every chunk (its EXIF may follow the pixel data).
     with_bytes(data, |bytes| {
         py.detach(|| {
@@ -65,16 +122,19 @@ fn image_dimensions(
 }
 
 #[pyfunction]
-#[pyo3(signature = (arr, out_w, out_h, resample="pil_lanczos", pass_order="pillow13", threads=1))]
+#[pyo3(signature = (arr, out_w, out_h, resample="pil_lanczos", pass_order="pillow13", threads=None))]
 fn resize_rgb<'py>(
     py: Python<'py>,
     arr: PyReadonlyArray3<'py, u8>,
-    out_w: usize,
-    out_h: usize,
+    out_w: &Bound<'py, PyAny>,
+    out_h: &Bound<'py, PyAny>,
     resample: &str,
     pass_order: &str,
-    threads: usize,
+    threads: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
+    let out_w = int_arg(py, out_w, "out_w", u32::MAX)? as usize;
+    let out_h = int_arg(py, out_h, "out_h", u32::MAX)? as usize;
+    let threads = opt_int_arg(py, threads, "threads", u16::MAX, Some(1))?.unwrap_or(1) as usize;
     let resample = Resample::parse(resample).map_err(|e| to_pyerr(py, e))?;
     let order = PassOrder::parse(pass_order).map_err(|e| to_pyerr(py, e))?;
     let view = rgb_view(&arr).map_err(|e| to_pyerr(py, e))?;
@@ -87,8 +147,17 @@ fn resize_rgb<'py>(
 
 #[pyfunction]
 #[pyo3(signature = (w, h, frac, cap=None))]
-fn scaled_dims(w: u32, h: u32, frac: f64, cap: Option<u32>) -> (u32, u32) {
-    dims::scaled_dims(w, h, frac, cap)
+fn scaled_dims(
+    py: Python<'_>,
+    w: &Bound<'_, PyAny>,
+    h: &Bound<'_, PyAny>,
+    frac: f64,
+    cap: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(u32, u32)> {
+    let w = int_arg(py, w, "w", u32::MAX)?;
+    let h = int_arg(py, h, "h", u32::MAX)?;
+    let cap = opt_int_arg(py, cap, "cap", u32::MAX, None)?;
+    Ok(dims::scaled_dims(w, h, frac, cap))
 }
 
 #[pyfunction]

@@ -31,7 +31,7 @@ use super::convert::{convert_row, replace_transparent, Lut, Palette, Source};
 use super::{bad, limits, Alpha, DecodeOptions, Decoded, Format, Header};
 use crate::error::{KernelError, Result};
 use crate::image::RgbImage;
-use chunks::{open, read_trailing_chunks, skip_image_data, Mode, Trns};
+use chunks::{open, read_trailing_chunks, skip_image_data, IdatReader, Mode, Trns};
 use inflate::{inflate_rows, unpack, Geometry};
 
 const F: Format = Format::Png;
@@ -59,6 +59,7 @@ pub(crate) fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Decoded> {
     let (w, h) = (u64::from(o.width), u64::from(o.height));
     limits::check(F, w, h, opts)?;
     let geometry = Geometry::new(o.mode, o.width as usize, o.height as usize)?;
+    check_compressed_size(data, o.idat, &geometry)?;
     let mut info = o.info;
     // The palette is fixed when the file is opened; tRNS is read again after the image data.
     let palette = info.palette;
@@ -98,6 +99,42 @@ pub(crate) fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Decoded> {
     };
     Ok(Decoded { image, orientation })
 }
+
+/// Deflate's highest expansion: one 258-byte match per ~2 bits of a dynamic block.
+const MAX_DEFLATE_RATIO: u64 = 1032;
+
+/// Refuse, before the output buffer is allocated, image data too short to inflate to the
+/// declared size even at deflate's highest ratio: a 69-byte file declaring 13000x13000 is
+/// "truncated" at once instead of after allocating half a gigabyte.
+fn check_compressed_size(data: &[u8], idat: usize, g: &Geometry) -> Result<()> {
+    let mut reader = IdatReader { data, next: idat };
+    let mut compressed: u64 = 0;
+    // A chunk that cannot be read ends the data here; the decode reports it as before.
+    while let Ok(Some((piece, _))) = reader.next_piece() {
+        compressed = compressed.saturating_add(piece.len() as u64);
+        if reader.next == usize::MAX {
+            break;
+        }
+    }
+    // A lower bound of the raw size, interlaced or not: the pixels' bits, no filter bytes.
+    let raw = (g.pixels() as u64).saturating_mul(g.bits) / 8;
+    if compressed
+        .saturating_mul(MAX_DEFLATE_RATIO)
+        .saturating_add(1024)
+        < raw
+    {
+        return Err(bad(
+            F,
+            format!(
+                "image data truncated: {compressed} compressed bytes cannot hold the {raw} bytes \
+                 of a {}x{} image (deflate expands at most {MAX_DEFLATE_RATIO}:1)",
+                g.width, g.height
+            ),
+        ));
+    }
+    Ok(())
+}
+
 
 /// One decode of the image data into RGB with a given palette and transparency.
 struct Render<'a, 'g> {

@@ -1,0 +1,376 @@
+"""Hostile requests against a real `sglang-mm serve` process on 127.0.0.1 (issue 9): each is
+answered with its own status (never 500), quickly, with a bounded message and bounded memory,
+while /health keeps answering and a good request keeps getting the very same bytes."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from core_helpers import toy_env
+from srv_helpers import FamilySetup, data_url
+
+REJECT_S = 2.0  # every rejection is answered within this
+HEALTH_S = 1.0  # /health answers within this throughout
+RSS_MB = 300  # peak RSS growth allowed while a rejection is handled
+DEADLINE_S = 3.0
+HEADER_TIMEOUT_S = 1.0
+MAX_JSON = 4096
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+@dataclass
+class Probe:
+    """Checks /health and a good request's answer in a loop while a case runs."""
+
+    url: str
+    pid: int
+    good: bytes
+    want: bytes
+    health_worst: float = 0.0
+    rss_peak: float = 0.0
+    failures: list[str] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def _run(self) -> None:
+        n = 0
+        while not self._stop.is_set():
+            self.rss_peak = max(self.rss_peak, _rss_mb(self.pid))
+            t = time.monotonic()
+            try:
+                r = requests.get(self.url + "/health", timeout=5)
+                if r.status_code != 200:
+                    self.failures.append(f"/health {r.status_code}")
+            except requests.RequestException as e:
+                self.failures.append(f"/health: {e}")
+            self.health_worst = max(self.health_worst, time.monotonic() - t)
+            if n % 5 == 0:
+                r = requests.post(self.url + "/v1/preprocess", data=self.good, timeout=30)
+                if r.status_code != 200 or r.content != self.want:
+                    self.failures.append(f"good request: {r.status_code}")
+            n += 1
+            self._stop.wait(0.05)
+
+    def __enter__(self) -> Probe:
+        self.base = _rss_mb(self.pid)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        assert not self.failures, self.failures[:5]
+        assert self.health_worst < HEALTH_S, f"/health took {self.health_worst:.2f} s"
+        grew = self.rss_peak - self.base
+        assert grew < RSS_MB, f"RSS grew {grew:.0f} MB"
+
+
+@dataclass
+class Served:
+    url: str
+    proc: subprocess.Popen[str]
+    good: bytes
+    want: bytes
+    root: Path
+
+    def probe(self) -> Probe:
+        return Probe(self.url, self.proc.pid, self.good, self.want)
+
+
+def start_serve(spec: dict[str, Any], tmp: Path, *extra: str) -> tuple[str, subprocess.Popen[str]]:
+    path = tmp / "spec.json"
+    path.write_text(json.dumps(spec))
+    env = {k: v for k, v in toy_env("site").items() if "PROXY" not in k.upper()}
+    cmd = [sys.executable, "-m", "sglang_mm_core.cli", "serve", "--spec", str(path)]
+    proc = subprocess.Popen(
+        [*cmd, "--port", "0", "--log-level", "info", *extra],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    lines: list[str] = []
+    for line in proc.stderr:  # type: ignore[union-attr]
+        lines.append(line)
+        if "serving family" in line:
+            url = line.split(" on ")[1].split()[0]
+            break
+    else:
+        raise AssertionError("".join(lines))
+    threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()  # type: ignore[union-attr]
+    return url, proc
+
+
+@pytest.fixture(scope="module")
+def served(
+    fam: FamilySetup, images: dict[str, bytes], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
+    tmp = tmp_path_factory.mktemp("hardening")
+    root = tmp / "root"
+    root.mkdir()
+    spec = fam.spec(
+        fetch={"allow_private_networks": True, "timeout_s": 30.0, "file_root": str(root)}
+    )
+    url, proc = start_serve(
+        spec,
+        tmp,
+        "--workers",
+        "2",
+        "--deadline-s",
+        str(DEADLINE_S),
+        "--header-timeout-s",
+        str(HEADER_TIMEOUT_S),
+        "--keep-alive-s",
+        "1",
+        "--max-json-bytes",
+        str(MAX_JSON),
+    )
+    good = json.dumps(
+        {"input_ids": fam.prompt(1), "images": [data_url(images["jpeg_64x48"])]}
+    ).encode()
+    want = requests.post(url + "/v1/preprocess", data=good, timeout=30)
+    assert want.status_code == 200
+    try:
+        yield Served(url, proc, good, want.content, root)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def post(
+    s: Served, body: bytes | str, path: str = "/v1/preprocess"
+) -> tuple[requests.Response, float]:
+    t = time.monotonic()
+    r = requests.post(s.url + path, data=body, timeout=30)
+    return r, time.monotonic() - t
+
+
+def reject(
+    s: Served, body: bytes | str, status: int, path: str = "/v1/preprocess"
+) -> dict[str, Any]:
+    """``body`` is refused with ``status`` in time, with a short message; the error body."""
+    with s.probe():
+        r, took = post(s, body, path)
+    assert r.status_code == status, r.text[:500]
+    assert took < REJECT_S, f"answered after {took:.2f} s"
+    assert len(r.content) < 2048, f"a {len(r.content)}-byte error body"
+    err = r.json()["error"]
+    assert "Traceback" not in err["message"] and "/sglang_mm_core/" not in err["message"]
+    return err
+
+
+# -- item 1: bounded validation, strict ids -----------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", ["true", '"5"', "7.0", "-1", str(2**63), "null"])
+def test_token_ids_are_strict_integers(served: Served, bad: str) -> None:
+    body = '{"input_ids": [1, ' + bad + ', 2], "images": []}'
+    r, _ = post(served, body)
+    assert r.status_code == 422, r.text
+    assert "input_ids.1" in r.json()["error"]["message"]
+
+
+def test_a_million_bad_ids_is_one_short_error(served: Served) -> None:
+    body = json.dumps({"input_ids": [True] * 500_000 + ["x"] * 500_000, "images": []})
+    err = reject(served, body, 422)
+    assert err["type"] == "ValidationError"
+    assert "1000000 element(s) of input_ids" in err["message"], err["message"]
+    assert "input_ids[0]=True" in err["message"] and "more" in err["message"]
+
+
+def test_a_million_unknown_keys_is_one_short_error(served: Served) -> None:
+    # (a 1M-key body works the same; its JSON parse alone holds the GIL ~1 s on a busy CI box)
+    doc: dict[str, Any] = {f"k{i}": 0 for i in range(300_000)}
+    doc["input_ids"] = [1]
+    err = reject(served, json.dumps(doc), 422)
+    assert "300000 unknown field(s)" in err["message"], err["message"]
+
+
+def test_many_non_string_images_is_one_short_error(served: Served) -> None:
+    err = reject(served, json.dumps({"input_ids": [1], "images": [0] * 300_000}), 422)
+    assert "300000 element(s) of images" in err["message"], err["message"]
+
+
+# -- item 2: invalid file paths ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "source", ["{root}/a\x00b.png", "file://{root}/a%00b.png", "file://{root}/a%ff%fe.png"]
+)
+def test_invalid_file_path_is_a_fetch_error(served: Served, fam: FamilySetup, source: str) -> None:
+    src = source.format(root=served.root)
+    body = json.dumps({"input_ids": fam.prompt(1), "images": [src]})
+    err = reject(served, body, 400)
+    assert err["type"] == "FetchError" and err["item"] == 0
+    if "00" in source:
+        assert "invalid file path" in err["message"] and "NUL" in err["message"], err["message"]
+
+
+# -- item 3: data: URLs bounded before decoding ---------------------------------------------------
+
+
+def test_percent_encoded_data_url_is_bounded_before_decoding(
+    served: Served, fam: FamilySetup
+) -> None:
+    # 60 MiB of escapes decode to 20 MiB: under the body cap, over no limit of the toy spec;
+    # a server with max_stream_bytes at its default (64 MiB) accepts the size, so use a body
+    # whose lower bound alone is over it.
+    payload = "A" * (65 * 1024 * 1024)
+    body = json.dumps({"input_ids": fam.prompt(1), "images": ["data:image/png," + payload]})
+    r, _ = post(served, body)
+    assert r.status_code == 413  # over the body cap first (64 MiB)
+    small = "data:image/png," + "%41" * (3 * 1024 * 1024)  # 3 MiB decoded, 9 MiB encoded
+    body = json.dumps({"input_ids": fam.prompt(1), "images": [small]})
+    err = reject(served, body, 400)  # decoded, bounded, then not an image
+    assert err["type"] == "DecodeError", err
+
+
+# -- item 4: JSON answers capped ----------------------------------------------------------------
+
+
+def test_json_answer_over_the_cap_is_413_naming_safetensors(
+    served: Served, fam: FamilySetup, images: dict[str, bytes]
+) -> None:
+    body = json.dumps({"input_ids": fam.prompt(1), "images": [data_url(images["jpeg_200x150"])]})
+    err = reject(served, body, 413, "/v1/preprocess?format=json")
+    assert err["type"] == "LimitError" and "safetensors" in err["message"]
+    assert err["fields"]["limit"] == "max_json_bytes"
+    assert err["fields"]["limit_value"] == MAX_JSON
+
+
+# -- item 6: header timeouts and caps ---------------------------------------------------------
+
+
+def _connect(url: str) -> socket.socket:
+    host, port = url.rsplit("/", 1)[-1].rsplit(":", 1)
+    return socket.create_connection((host, int(port)), timeout=10)
+
+
+def _closed_within(sock: socket.socket, seconds: float) -> tuple[bytes, float]:
+    """What the server sends before it closes the connection, and when it closed."""
+    t = time.monotonic()
+    got = b""
+    sock.settimeout(seconds)
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return got, time.monotonic() - t
+        got += chunk
+
+
+def test_idle_connection_is_closed(served: Served) -> None:
+    with served.probe(), _connect(served.url) as sock:
+        got, took = _closed_within(sock, HEADER_TIMEOUT_S + REJECT_S)
+    assert took < HEADER_TIMEOUT_S + REJECT_S
+    assert got.startswith(b"HTTP/1.1 408"), got[:100]
+
+
+def test_trickled_headers_are_cut_off(served: Served) -> None:
+    with served.probe(), _connect(served.url) as sock:
+        t = time.monotonic()
+        sock.sendall(b"POST /v1/preprocess HTTP/1.1\r\nHost: x\r\n")
+        got = b""
+        try:
+            while time.monotonic() - t < HEADER_TIMEOUT_S + REJECT_S:
+                sock.sendall(b"X")
+                time.sleep(0.2)
+        except OSError:
+            pass  # the server closed the connection
+        got, _ = _closed_within(sock, REJECT_S)
+        took = time.monotonic() - t
+    assert took < HEADER_TIMEOUT_S + REJECT_S + 0.5
+    assert got.startswith(b"HTTP/1.1 408"), got[:100]
+
+
+def test_huge_header_is_431(served: Served) -> None:
+    with served.probe(), _connect(served.url) as sock:
+        t = time.monotonic()
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ")
+        try:
+            for _ in range(200):  # up to 200 MB, never all sent
+                sock.sendall(b"a" * (1 << 20))
+        except OSError:
+            pass
+        got, _ = _closed_within(sock, REJECT_S)
+        took = time.monotonic() - t
+    assert took < REJECT_S
+    assert got.startswith(b"HTTP/1.1 431"), got[:100]
+
+
+def test_keep_alive_connection_still_serves_two_requests(served: Served) -> None:
+    with _connect(served.url) as sock:
+        for _ in range(2):
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            got = b""
+            while b'"workers"' not in got:
+                chunk = sock.recv(65536)
+                assert chunk, got
+                got += chunk
+            assert got.startswith(b"HTTP/1.1 200"), got[:100]
+
+
+# -- item 7: deadlines cancel work ------------------------------------------------------------
+
+
+def test_deadline_frees_the_workers(served: Served, fam: FamilySetup, http_server: Any) -> None:
+    slow = json.dumps(
+        {"input_ids": fam.prompt(1), "images": [http_server.url("/slow/600?interval=0.05")]}
+    )
+    results: list[tuple[int, float]] = []
+
+    def go() -> None:
+        r, took = post(served, slow)
+        results.append((r.status_code, took))
+
+    threads = [threading.Thread(target=go) for _ in range(2)]  # both workers
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert [s for s, _ in results] == [503, 503], results
+    assert all(took < DEADLINE_S + 1 for _, took in results), results
+    # Both workers were stopped at the deadline: a good request is served at once.
+    r, took = post(served, served.good)
+    assert r.status_code == 200 and r.content == served.want
+    assert took < 1.0, f"a good request waited {took:.2f} s for a worker"
+
+
+# -- item 6: graceful shutdown ----------------------------------------------------------------
+
+
+def test_sigterm_exits_0_within_the_shutdown_bound(
+    fam: FamilySetup, tmp_path: Path, images: dict[str, bytes]
+) -> None:
+    url, proc = start_serve(fam.spec(), tmp_path, "--shutdown-s", "1", "--deadline-s", "30")
+    try:
+        # A slow uploader: half a body, then nothing.
+        sock = _connect(url)
+        sock.sendall(b'POST /v1/preprocess HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"in')
+        time.sleep(0.2)
+        t = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+        assert time.monotonic() - t < 1 + REJECT_S
+        sock.close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,139 @@
+"""Fetch hardening (issue 9): invalid file paths are `FetchError`s naming the source, `data:`
+URLs are bounded before they are decoded, and a cancelled request stops its download."""
+
+from __future__ import annotations
+
+import base64
+import threading
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from sglang_mm_core import MmInput, pipeline_from_spec
+from sglang_mm_core.errors import FetchError, LimitError, MmRequestError
+from sglang_mm_core.fetch import CancelScope, cancel_scope, fetch_all, fetch_one
+from sglang_mm_core.spec import FetchPolicy, Limits
+
+
+def one(source: object, policy: FetchPolicy, limits: Limits | None = None) -> Any:
+    return fetch_one(source, policy=policy, limits=limits or Limits())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "name", ["a\x00b.png", "\udcff\ud800.png", ""], ids=["nul", "surrogates", "empty"]
+)
+@pytest.mark.parametrize("rooted", [True, False])
+def test_invalid_path_is_a_fetch_error_naming_it(tmp_path: Path, name: str, rooted: bool) -> None:
+    policy = FetchPolicy(allow_file=True, file_root=str(tmp_path) if rooted else None)
+    source = f"{tmp_path}/{name}" if name else "file:///"
+    with pytest.raises(FetchError) as info:
+        one(source, policy)
+    assert info.value.item == 0
+    if name:
+        assert "invalid file path" in str(info.value) and "png" in str(info.value)
+
+
+def test_nul_in_a_file_url(tmp_path: Path) -> None:
+    policy = FetchPolicy(allow_file=True, file_root=str(tmp_path))
+    with pytest.raises(FetchError, match="NUL byte"):
+        one(f"file://{tmp_path}/a%00b", policy)
+
+
+MiB = 1 << 20
+
+
+def _peak_mb(fn: Any) -> tuple[BaseException | None, float, float]:
+    tracemalloc.start()
+    t = time.monotonic()
+    err: BaseException | None = None
+    try:
+        fn()
+    except BaseException as e:
+        err = e
+    took = time.monotonic() - t
+    peak = tracemalloc.get_traced_memory()[1] / MiB
+    tracemalloc.stop()
+    return err, took, peak
+
+
+@pytest.mark.parametrize("limit", ["max_total_bytes", "max_stream_bytes"])
+def test_percent_encoded_data_url_refused_before_decoding(limit: str) -> None:
+    url = "data:," + "%41" * (21 * MiB)  # 63 MB of text, 21 MiB decoded
+    limits = Limits(**{limit: MiB})
+    err, took, peak = _peak_mb(lambda: one(url, FetchPolicy(), limits))
+    assert took < 2.0, f"refused after {took:.2f} s"
+    assert isinstance(err, LimitError), err
+    assert f"limits.{limit}" in str(err)
+    assert peak < 16, f"{peak:.0f} MB while refusing"  # no decode, no list of escapes
+
+
+def test_percent_decoding_stops_at_the_cap() -> None:
+    # Invalid escapes decode to themselves: the lower bound passes, the chunked decode stops.
+    url = "data:," + "%zz" * (2 * MiB)
+    err, _, peak = _peak_mb(lambda: one(url, FetchPolicy(), Limits(max_stream_bytes=3 * MiB)))
+    assert isinstance(err, LimitError) and "max_stream_bytes" in str(err), err
+    assert peak < 32, f"{peak:.0f} MB"
+
+
+@pytest.mark.parametrize(
+    "payload",
+    ["hello%20world%zz%4", "%e2%82%ac" * 1000 + "%", "A%41" * (MiB // 3) + "%4"],
+    ids=["mixed", "utf8", "chunk-boundary"],
+)
+def test_percent_decoding_in_chunks_is_exact(payload: str) -> None:
+    from urllib.parse import unquote_to_bytes
+
+    got = one("data:text/plain," + payload, FetchPolicy()).data
+    assert bytes(got) == unquote_to_bytes(payload)
+
+
+def test_base64_data_url_checks_the_stream_cap() -> None:
+    url = "data:;base64," + base64.b64encode(b"x" * (2 * MiB)).decode()
+    with pytest.raises(LimitError, match="max_stream_bytes"):
+        one(url, FetchPolicy(), Limits(max_stream_bytes=MiB))
+    assert bytes(one(url, FetchPolicy(), Limits(max_stream_bytes=2 * MiB)).data) == b"x" * (2 * MiB)
+
+
+def test_cancel_stops_a_download(http_server: Any) -> None:
+    policy = FetchPolicy(allow_private_networks=True, timeout_s=30.0)
+    scope = CancelScope()
+    threading.Timer(0.3, scope.cancel, args=("test",)).start()
+    t = time.monotonic()
+    with cancel_scope(scope), pytest.raises(FetchError, match="fetch stopped: test"):
+        fetch_all([http_server.url("/slow/600?interval=0.05")], policy=policy, limits=Limits())
+    assert time.monotonic() - t < 2.0
+
+
+def test_cancelled_scope_fetches_nothing_more() -> None:
+    scope = CancelScope()
+    scope.cancel("gone")
+    with cancel_scope(scope), pytest.raises(FetchError, match="gone"):
+        fetch_all([b"abc"], policy=FetchPolicy(), limits=Limits())
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [[1, True, 2], [False], [1, np.True_], [1.0, 2], ["5"]],
+    ids=["bool", "only-bool", "np-bool", "float", "str"],
+)
+def test_python_token_ids_are_strict(ids: list[Any]) -> None:
+    pipe = pipeline_from_spec({"family": "toy"}, registry=_toy_registry())
+    try:
+        with pytest.raises(MmRequestError, match="input_ids must be"):
+            pipe.process(MmInput(input_ids=ids, images=[]))
+    finally:
+        pipe.close()
+
+
+def _toy_registry() -> Any:
+    from sglang_mm_toy import ToyFamily  # tests/conftest.py puts tests/toy on sys.path
+
+    from sglang_mm_core import Registry
+
+    reg = Registry()
+    reg.register_family(ToyFamily)
+    return reg
