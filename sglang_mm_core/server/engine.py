@@ -70,8 +70,8 @@ class Ticket:
 
     __slots__ = (
         "accepted",
-        "compact",
         "cancel",
+        "compact",
         "deadline",
         "fmt",
         "future",

@@ -135,7 +135,6 @@ fn check_compressed_size(data: &[u8], idat: usize, g: &Geometry) -> Result<()> {
     Ok(())
 }
 
-
 /// One decode of the image data into RGB with a given palette and transparency.
 struct Render<'a, 'g> {
     data: &'a [u8],
