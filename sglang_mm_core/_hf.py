@@ -52,9 +52,68 @@ def hf_configs(
     return preprocessor_config, config
 
 
+#: PIL's resample codes as HF's configs store them.
+PIL_RESAMPLE_NAMES = {
+    0: "nearest",
+    1: "lanczos",
+    2: "bilinear",
+    3: "bicubic",
+    4: "box",
+    5: "hamming",
+}
+
+
+def check_hf_settings(
+    preprocessor_config: Mapping[str, Any],
+    *,
+    handled: set[str] | frozenset[str],
+    inert: set[str] | frozenset[str] = frozenset(),
+    required: Mapping[str, Any] | None = None,
+    must_be_off: set[str] | frozenset[str] | tuple[str, ...] = (),
+    resample: int = 3,
+    rescale_factor: float = 1 / 255,
+) -> None:
+    """Refuse, naming the key, every preprocessor setting a family cannot reproduce bit for
+    bit: keys neither ``handled`` nor ``inert``, ``required`` keys set to another value,
+    ``must_be_off`` keys switched on, and another ``resample`` or ``rescale_factor``. A key
+    set to ``null`` means HF's default and passes. The one rule every ``spec_from_hf`` applies
+    before it maps the values it handles."""
+    pp = preprocessor_config
+    for key in pp:
+        if key not in handled and key not in inert:
+            raise SpecError(
+                f"preprocessor setting {key!r} is not supported: "
+                "its effect cannot be reproduced exactly"
+            )
+    for key, want in (required or {}).items():
+        if pp.get(key) is not None and pp[key] != want:
+            raise SpecError(
+                f"preprocessor setting {key}={pp[key]!r} is not supported (only {want!r})"
+            )
+    for key in must_be_off:
+        if pp.get(key):
+            raise SpecError(f"preprocessor setting {key}={pp[key]!r} is not supported")
+    got = pp.get("resample", resample)
+    if got is not None and got != resample:
+        name = PIL_RESAMPLE_NAMES.get(got, "unknown") if isinstance(got, int) else "?"
+        want_name = PIL_RESAMPLE_NAMES.get(resample, "?")
+        raise SpecError(
+            f"preprocessor setting resample={got!r} ({name}) is not supported "
+            f"(only {resample}, {want_name})"
+        )
+    factor = pp.get("rescale_factor", rescale_factor)
+    if factor is not None and factor != rescale_factor:
+        want = "1/255" if rescale_factor == 1 / 255 else repr(rescale_factor)
+        raise SpecError(
+            f"preprocessor setting rescale_factor={factor!r} is not supported (only {want})"
+        )
+
+
 __all__ = [
     "MODEL_CONFIG",
+    "PIL_RESAMPLE_NAMES",
     "PREPROCESSOR_CONFIG",
+    "check_hf_settings",
     "hf_configs",
     "load_model_dir",
     "read_json_object",

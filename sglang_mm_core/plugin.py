@@ -23,7 +23,7 @@ for one release, then removed.
   `LimitError`, `DecodeError`; `SpecError` from ``spec_from_hf``; `MmError` is their root;
 - shared helpers: `as_rgb` (the RGB uint8 check), `CLIP_MEAN` / `CLIP_STD`,
   `IMAGENET_STANDARD_MEAN` / `IMAGENET_STANDARD_STD`, `DEFAULT_MAX_PIXELS` /
-  `DEFAULT_MAX_SIDE`, and for ``spec_from_hf``: `hf_configs`, `load_model_dir`,
+  `DEFAULT_MAX_SIDE`, and for ``spec_from_hf``: `check_hf_settings`, `hf_configs`, `load_model_dir`,
   `read_json_object`; `deprecated_aliases`, to retire a plugin's own names the way the
   core retires its.
 
@@ -42,7 +42,7 @@ from ._family import (
     FeatureShape,
     Size,
 )
-from ._hf import hf_configs, load_model_dir, read_json_object
+from ._hf import check_hf_settings, hf_configs, load_model_dir, read_json_object
 from ._layout import (
     Explicit,
     Media,
@@ -114,6 +114,7 @@ __all__ = [
     "apply_layout",
     "as_rgb",
     "available_cores",
+    "check_hf_settings",
     "deprecated_aliases",
     "hf_configs",
     "hookimpl",

@@ -11,6 +11,7 @@ JSON (``?format=json``, for debugging and small images): the same content with t
 from __future__ import annotations
 
 import json
+import math
 import secrets
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -96,10 +97,14 @@ def json_size_floor(out: MmOutput) -> int:
     arrays = [out.input_ids]
     if isinstance(out.positions, MRope):
         arrays.append(out.positions.positions)
+    floats = 0  # compact features are answered expanded: one float per element
     for it in out.items:
-        arrays.append(it.feature.array)
+        if isinstance(it.feature, Tensor):
+            arrays.append(it.feature.array)
+        else:
+            floats += math.prod(it.feature.shape)
         arrays.extend(t.array for t in it.aux.values())
-    return sum(_min_json_bytes(np.asarray(a)) for a in arrays)
+    return 4 * floats + sum(_min_json_bytes(np.asarray(a)) for a in arrays)
 
 
 def _over_json_cap(size: int, cap: int, how: str) -> LimitError:

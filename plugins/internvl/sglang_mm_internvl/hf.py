@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sglang_mm_core.plugin import SpecError, hf_configs, read_json_object
+from sglang_mm_core.plugin import SpecError, check_hf_settings, hf_configs, read_json_object
 
 from .params import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD, InternVLParams
 
@@ -24,8 +24,6 @@ PROCESSOR_TYPES = ("GotOcr2ImageProcessor", "GotOcr2ImageProcessorFast", "GotOcr
 #: Qwen2.5's vocabulary, InternVL 3.5 on Qwen3's), used when no tokenizer file is at hand.
 KNOWN_MARKERS: dict[int, tuple[int, int]] = {151667: (151665, 151666), 151671: (151669, 151670)}
 
-_BICUBIC = 3
-_RESAMPLE_NAMES = {0: "nearest", 1: "lanczos", 2: "bilinear", 3: "bicubic", 4: "box", 5: "hamming"}
 _REQUIRED: dict[str, Any] = {
     "do_resize": True,
     "do_rescale": True,
@@ -65,32 +63,9 @@ _HANDLED = {
 
 
 def _check_settings(pp: Mapping[str, Any]) -> None:
-    for key in pp:
-        if key not in _HANDLED and key not in _INERT:
-            raise SpecError(
-                f"preprocessor setting {key!r} is not supported: "
-                "its effect cannot be reproduced exactly"
-            )
-    for key, want in _REQUIRED.items():
-        if pp.get(key) is not None and pp[key] != want:
-            raise SpecError(
-                f"preprocessor setting {key}={pp[key]!r} is not supported (only {want!r})"
-            )
-    for key in _MUST_BE_OFF:
-        if pp.get(key):
-            raise SpecError(f"preprocessor setting {key}={pp[key]!r} is not supported")
-    resample = pp.get("resample", _BICUBIC)
-    if resample is not None and resample != _BICUBIC:
-        name = _RESAMPLE_NAMES.get(resample, "unknown") if isinstance(resample, int) else "?"
-        raise SpecError(
-            f"preprocessor setting resample={resample!r} ({name}) is not supported "
-            "(only 3, bicubic)"
-        )
-    factor = pp.get("rescale_factor", 1 / 255)
-    if factor is not None and factor != 1 / 255:
-        raise SpecError(
-            f"preprocessor setting rescale_factor={factor!r} is not supported (only 1/255)"
-        )
+    check_hf_settings(
+        pp, handled=_HANDLED, inert=_INERT, required=_REQUIRED, must_be_off=_MUST_BE_OFF
+    )
 
 
 def _tile_size(pp: Mapping[str, Any]) -> int:

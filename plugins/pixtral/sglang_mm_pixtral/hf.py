@@ -14,7 +14,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sglang_mm_core.plugin import CLIP_MEAN, CLIP_STD, SpecError, hf_configs, read_json_object
+from sglang_mm_core.plugin import (
+    CLIP_MEAN,
+    CLIP_STD,
+    SpecError,
+    check_hf_settings,
+    hf_configs,
+    read_json_object,
+)
 
 from .params import PixtralParams
 
@@ -54,26 +61,9 @@ _HANDLED = {
 
 
 def _check_settings(pp: Mapping[str, Any]) -> None:
-    for key in pp:
-        if key not in _HANDLED and key not in _INERT:
-            raise SpecError(
-                f"preprocessor setting {key!r} is not supported: its effect cannot be "
-                "reproduced exactly"
-            )
-    for key, want in _REQUIRED.items():
-        if pp.get(key, want) not in (want, None):
-            raise SpecError(f"preprocessor setting {key}={pp[key]!r} is not supported")
-    for key in _MUST_BE_OFF:
-        if pp.get(key):
-            raise SpecError(f"preprocessor setting {key}={pp[key]!r} is not supported")
-    if pp.get("resample", 3) not in (3, None):
-        raise SpecError(f"preprocessor setting resample={pp['resample']!r} is not supported "
-                        "(only 3, bicubic)")  # fmt: skip
-    if pp.get("rescale_factor", 1 / 255) not in (1 / 255, None):
-        raise SpecError(
-            f"preprocessor setting rescale_factor={pp['rescale_factor']!r} is not supported "
-            "(only 1/255)"
-        )
+    check_hf_settings(
+        pp, handled=_HANDLED, inert=_INERT, required=_REQUIRED, must_be_off=_MUST_BE_OFF
+    )
 
 
 def _side(value: Any, what: str) -> int | None:

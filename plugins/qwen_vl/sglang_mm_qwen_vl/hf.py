@@ -10,7 +10,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sglang_mm_core.plugin import CLIP_MEAN, CLIP_STD, SpecError, hf_configs, load_model_dir
+from sglang_mm_core.plugin import (
+    CLIP_MEAN,
+    CLIP_STD,
+    SpecError,
+    check_hf_settings,
+    hf_configs,
+    load_model_dir,
+)
 
 from .params import QwenVLParams
 
@@ -32,8 +39,6 @@ _DEFAULTS: dict[str, Any] = {
     "image_mean": CLIP_MEAN,
     "image_std": CLIP_STD,
 }
-_BICUBIC = 3
-_RESAMPLE_NAMES = {0: "nearest", 1: "lanczos", 2: "bilinear", 3: "bicubic", 4: "box", 5: "hamming"}
 
 # Settings that must hold this value (or be absent / null) for the output to be exact.
 _REQUIRED: dict[str, Any] = {
@@ -86,34 +91,9 @@ _HANDLED = {
 
 
 def _check_settings(pp: Mapping[str, Any]) -> None:
-    for key in pp:
-        if key not in _HANDLED and key not in _INERT:
-            raise SpecError(
-                f"preprocessor setting {key!r} is not supported: "
-                "its effect cannot be reproduced exactly"
-            )
-    for key, want in _REQUIRED.items():
-        if pp.get(key, want) is None:
-            continue
-        if pp.get(key, want) != want:
-            raise SpecError(
-                f"preprocessor setting {key}={pp[key]!r} is not supported (only {want!r})"
-            )
-    for key in _MUST_BE_OFF:
-        if pp.get(key):
-            raise SpecError(f"preprocessor setting {key}={pp[key]!r} is not supported")
-    resample = pp.get("resample", _BICUBIC)
-    if resample is not None and resample != _BICUBIC:
-        name = _RESAMPLE_NAMES.get(resample, "unknown") if isinstance(resample, int) else "?"
-        raise SpecError(
-            f"preprocessor setting resample={resample!r} ({name}) is not supported "
-            "(only 3, bicubic)"
-        )
-    factor = pp.get("rescale_factor", 1 / 255)
-    if factor is not None and factor != 1 / 255:
-        raise SpecError(
-            f"preprocessor setting rescale_factor={factor!r} is not supported (only 1/255)"
-        )
+    check_hf_settings(
+        pp, handled=_HANDLED, inert=_INERT, required=_REQUIRED, must_be_off=_MUST_BE_OFF
+    )
 
 
 def _pixels(pp: Mapping[str, Any]) -> tuple[int, int]:
