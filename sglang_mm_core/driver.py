@@ -515,18 +515,6 @@ def _expanded(item: ProcessedItem) -> ProcessedItem:
     return ProcessedItem(f.expand(), item.aux, item.geometry)
 
 
-def _over_image_limits(
-    w: int, h: int, max_pixels: int, max_side: int
-) -> tuple[str, int, int] | None:
-    """``(limit, its value, the image's value)`` of the first image limit exceeded, in the
-    kernels' order (side, then pixels), or None."""
-    if max(w, h) > max_side:
-        return "max_image_side", max_side, max(w, h)
-    if w * h > max_pixels:
-        return "max_image_pixels", max_pixels, w * h
-    return None
-
-
 def _check_positions(fam: Family, positions: object, length: int) -> None:
     if isinstance(positions, Rope1D):
         ok = positions.length == length
