@@ -21,6 +21,7 @@ for one release, then removed.
   the driver would use) and `available_cores`;
 - the errors a family raises: `MmRequestError` and its `KernelArgumentError`, `LayoutError`,
   `LimitError`, `DecodeError`; `SpecError` from ``spec_from_hf``; `MmError` is their root;
+- shared params field types: `ChannelMean`, `ChannelStd` (finite; std non-zero);
 - shared helpers: `as_rgb` (the RGB uint8 check), `CLIP_MEAN` / `CLIP_STD`,
   `IMAGENET_STANDARD_MEAN` / `IMAGENET_STANDARD_STD`, `DEFAULT_MAX_PIXELS` /
   `DEFAULT_MAX_SIDE`, and for ``spec_from_hf``: `check_hf_settings`, `hf_configs`, `load_model_dir`,
@@ -55,6 +56,7 @@ from ._layout import (
     layout_by_placeholder,
     layout_by_placeholder_patterns,
 )
+from ._params import ChannelMean, ChannelStd
 from ._positions import MRope, Rope1D, mrope_positions
 from .common import (
     CLIP_MEAN,
@@ -85,6 +87,8 @@ __all__ = [
     "DEFAULT_MAX_SIDE",
     "IMAGENET_STANDARD_MEAN",
     "IMAGENET_STANDARD_STD",
+    "ChannelMean",
+    "ChannelStd",
     "CompactTensor",
     "DType",
     "DecodeDefaults",

@@ -4,12 +4,11 @@ name them, with InternVL 3's values as defaults (`INTERNVL3_5` holds the other t
 
 from __future__ import annotations
 
-import math
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
-from sglang_mm_core.plugin import FamilyParams
+from sglang_mm_core.plugin import ChannelMean, ChannelStd, FamilyParams
 
 Triple = tuple[float, float, float]
 
@@ -31,8 +30,8 @@ class InternVLParams(FamilyParams):
     crop_to_patches: bool = Field(True, description="Tile the image (InternVLProcessor: on).")
     min_patches: int = Field(1, ge=1, le=MAX_PATCHES_CAP, description="Fewest grid tiles.")
     max_patches: int = Field(12, ge=1, le=MAX_PATCHES_CAP, description="Most grid tiles.")
-    image_mean: Triple = Field(IMAGENET_DEFAULT_MEAN, description="Per-channel mean.")
-    image_std: Triple = Field(IMAGENET_DEFAULT_STD, description="Per-channel std, none zero.")
+    image_mean: ChannelMean = Field(IMAGENET_DEFAULT_MEAN, description="Per-channel mean.")
+    image_std: ChannelStd = Field(IMAGENET_DEFAULT_STD, description="Per-channel std, none zero.")
     image_seq_length: int = Field(256, gt=0, description="Image tokens per tile.")
     image_token_id: int = Field(151667, ge=0, description="`<IMG_CONTEXT>`, the placeholder.")
     start_image_token_id: int = Field(151665, ge=0, description="`<img>`, before the tiles.")
@@ -48,22 +47,6 @@ class InternVLParams(FamilyParams):
     pil_pass_order: Literal["pillow13", "pillow12"] = Field(
         "pillow13", description="Pass order of the `pil` resampler (Pillow >= 13, or older)."
     )
-
-    @field_validator("image_mean", "image_std")
-    @classmethod
-    def _finite(cls, v: Triple, info: Any) -> Triple:
-        for c, x in enumerate(v):
-            if not math.isfinite(x):
-                raise ValueError(f"{info.field_name}[{c}] is {x}; values must be finite")
-        return v
-
-    @field_validator("image_std")
-    @classmethod
-    def _nonzero_std(cls, v: Triple) -> Triple:
-        for c, x in enumerate(v):
-            if x == 0:
-                raise ValueError(f"image_std[{c}] is {x}; a standard deviation must not be zero")
-        return v
 
     @model_validator(mode="after")
     def _consistent(self) -> InternVLParams:

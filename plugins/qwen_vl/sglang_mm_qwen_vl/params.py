@@ -3,16 +3,17 @@ Qwen2-VL's values as defaults (`QWEN2_VL`, `QWEN3_VL`, `QWEN3_5` hold the others
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from sglang_mm_core.plugin import (
     CLIP_MEAN,
     CLIP_STD,
     IMAGENET_STANDARD_MEAN,
     IMAGENET_STANDARD_STD,
+    ChannelMean,
+    ChannelStd,
     FamilyParams,
     deprecated_aliases,
 )
@@ -35,8 +36,8 @@ class QwenVLParams(FamilyParams):
     max_pixels: int = Field(
         12845056, gt=0, le=_MAX_EXACT, description="smart_resize upper bound (Qwen3: 16777216)."
     )
-    image_mean: Triple = Field(CLIP_MEAN, description="Per-channel mean (Qwen3: 0.5 each).")
-    image_std: Triple = Field(CLIP_STD, description="Per-channel std, none zero (Qwen3: 0.5).")
+    image_mean: ChannelMean = Field(CLIP_MEAN, description="Per-channel mean (Qwen3: 0.5 each).")
+    image_std: ChannelStd = Field(CLIP_STD, description="Per-channel std, none zero (Qwen3: 0.5).")
     image_token_id: int = Field(151655, ge=0, description="The image placeholder token.")
     vision_start_token_id: int = Field(151652, ge=0, description="Token before a placeholder.")
     vision_end_token_id: int = Field(151653, ge=0, description="Token after a placeholder.")
@@ -53,22 +54,6 @@ class QwenVLParams(FamilyParams):
     strict_layout: bool = Field(
         True, description="Each placeholder must sit between vision_start and vision_end."
     )
-
-    @field_validator("image_mean", "image_std")
-    @classmethod
-    def _finite(cls, v: Triple, info: Any) -> Triple:
-        for c, x in enumerate(v):
-            if not math.isfinite(x):
-                raise ValueError(f"{info.field_name}[{c}] is {x}; values must be finite")
-        return v
-
-    @field_validator("image_std")
-    @classmethod
-    def _nonzero_std(cls, v: Triple) -> Triple:
-        for c, x in enumerate(v):
-            if x == 0:
-                raise ValueError(f"image_std[{c}] is {x}; a standard deviation must not be zero")
-        return v
 
     @model_validator(mode="after")
     def _consistent(self) -> QwenVLParams:
