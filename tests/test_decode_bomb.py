@@ -1,5 +1,6 @@
-"""A PNG whose compressed data cannot fill its declared size is refused before its pixel
-buffer is allocated (issue 9): Pillow fails such a file at once too."""
+"""A PNG, GIF or lossy WebP whose compressed data cannot fill its declared size is refused
+before its pixel buffer is allocated (issue 9), from the format's highest compression ratio:
+the reference fails such a file too, and highly compressed valid files still decode."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import io
 import struct
 import zlib
 
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -25,9 +27,24 @@ def png_declaring(width: int, height: int, idat: bytes) -> bytes:
     )
 
 
-def test_tiny_png_declaring_a_huge_image_is_refused_before_allocating() -> None:
-    data = png_declaring(13000, 13000, zlib.compress(b"\x00" * 100))
-    assert len(data) < 100
+def gif_declaring(width: int, height: int, lzw: bytes) -> bytes:
+    screen = struct.pack("<HHBBB", width, height, 0xF7, 0, 0) + bytes(768)
+    frame = b"," + struct.pack("<HHHHB", 0, 0, width, height, 0) + b"\x08"
+    return b"GIF89a" + screen + frame + bytes([len(lzw)]) + lzw + b"\x00;"
+
+
+def webp_declaring(width: int, height: int) -> bytes:
+    """A valid 64x64 lossy WebP (2-3 KB) whose VP8 frame header now declares ``width x height``."""
+    rng = np.random.default_rng(0)
+    buf = io.BytesIO()
+    Image.fromarray(rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)).save(buf, "WEBP")
+    data = bytearray(buf.getvalue())
+    at = data.find(b"VP8 ") + 8 + 6  # chunk header, frame tag, start code
+    data[at : at + 4] = struct.pack("<HH", width, height)
+    return bytes(data)
+
+
+def _refused_fast(data: bytes, fmt: str) -> str:
     with pytest.raises(Exception):  # noqa: B017 - the reference fails too
         Image.open(io.BytesIO(data)).load()
     import resource
@@ -35,9 +52,41 @@ def test_tiny_png_declaring_a_huge_image_is_refused_before_allocating() -> None:
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     with pytest.raises(DecodeError, match="truncated") as info:
         _native.image_decode_rgb(data, max_pixels=2**40, max_side=2**20)
-    assert info.value.format == "PNG"
+    assert info.value.format == fmt
     grew_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert grew_mb < 50, f"peak RSS grew {grew_mb:.0f} MB"
+    return str(info.value)
+
+
+def test_tiny_png_declaring_a_huge_image_is_refused_before_allocating() -> None:
+    data = png_declaring(13000, 13000, zlib.compress(b"\x00" * 100))
+    assert len(data) < 100
+    _refused_fast(data, "PNG")
+
+
+def test_tiny_gif_declaring_a_huge_image_is_refused_before_allocating() -> None:
+    # A clear code then an end code: Pillow refuses the incomplete frame.
+    data = gif_declaring(13000, 13000, (256 | 257 << 9).to_bytes(3, "little"))
+    message = _refused_fast(data, "GIF")
+    assert "6 bytes left for LZW data cannot fill a 13000x13000 frame" in message, message
+
+
+def test_short_lossy_webp_declaring_a_huge_image_is_refused_before_allocating() -> None:
+    data = webp_declaring(8000, 8000)
+    message = _refused_fast(data, "WebP")
+    assert "cannot code the 250000 macroblocks of a 8000x8000 lossy frame" in message, message
+
+
+@pytest.mark.parametrize("fmt", ["GIF", "WEBP"])
+def test_highly_compressed_gif_and_webp_still_decode(fmt: str) -> None:
+    # One colour: the encoders get close to the formats' highest ratios, and they are valid.
+    im = Image.new("RGB", (4096, 4096), (200, 30, 90))
+    buf = io.BytesIO()
+    im.save(buf, format=fmt, **({"quality": 0, "method": 6} if fmt == "WEBP" else {}))
+    with Image.open(io.BytesIO(buf.getvalue())) as ref:
+        want = np.asarray(ref.convert("RGB"))
+    out = _native.image_decode_rgb(buf.getvalue(), max_pixels=2**40)
+    np.testing.assert_array_equal(out, want)
 
 
 def test_highly_compressed_png_still_decodes() -> None:

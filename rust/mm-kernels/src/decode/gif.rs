@@ -168,6 +168,7 @@ pub(crate) fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Decoded> {
     let f = read_frame(data)?;
     let (w, h) = (u64::from(f.width), u64::from(f.height));
     limits::check(F, w, h, opts)?;
+    check_compressed_size(data, &f)?;
     let (width, height) = (f.width as usize, f.height as usize);
     // The image starts as index 0, or the transparent index when there is one.
     let mut indices = limits::alloc(limits::buffer_len(F, w, h, 1)?)?;
@@ -221,6 +222,32 @@ pub(crate) fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Decoded> {
         },
         orientation: 1,
     })
+}
+
+/// LZW's highest expansion, in pixels per byte of code: a code of `b` bits names a string of at
+/// most `2^b` entries (the table never holds more), so the best is `4096` pixels for 12 bits.
+const MAX_LZW_PIXELS_PER_BYTE: u64 = 4096 * 8 / 12 + 1;
+
+/// Refuse, before the index buffer is allocated, a frame whose LZW data (at most the rest of
+/// the file) cannot fill it even at LZW's highest ratio: Pillow refuses a frame the data does
+/// not complete, and a 100-byte file declaring 13000x13000 needs no 169 MB buffer to find that.
+fn check_compressed_size(data: &[u8], f: &Frame<'_>) -> Result<()> {
+    let (x0, y0, x1, y1) = f.extent;
+    let area = u64::from(x1 - x0) * u64::from(y1 - y0);
+    let rest = data.len().saturating_sub(f.data_start) as u64;
+    if rest
+        .saturating_mul(MAX_LZW_PIXELS_PER_BYTE)
+        .saturating_add(4096)
+        < area
+    {
+        return Err(truncated(&format!(
+            "{rest} bytes left for LZW data cannot fill a {}x{} frame (at most \
+             {MAX_LZW_PIXELS_PER_BYTE} pixels per byte)",
+            x1 - x0,
+            y1 - y0
+        )));
+    }
+    Ok(())
 }
 
 /// Where the frame lands in the index buffer.

@@ -22,6 +22,15 @@ struct Container {
     has_alpha: bool,
     animated: bool,
     orientation: u8,
+    /// The first frame's bitstream size and dimensions, when it is lossy (VP8).
+    lossy_first: Option<LossyFrame>,
+}
+
+/// A lossy (VP8) first frame: the bytes of its bitstream and the area they must fill.
+struct LossyFrame {
+    bytes: u64,
+    width: u64,
+    height: u64,
 }
 
 /// A demuxer over borrowed bytes, deleted on drop.
@@ -66,6 +75,62 @@ impl Demux {
         unsafe { webp::WebPDemuxReleaseChunkIterator(&mut iter) };
         (!bytes.is_empty()).then_some(bytes)
     }
+
+    /// The first frame's bitstream, if it is lossy.
+    fn lossy_first(&self) -> Option<LossyFrame> {
+        // SAFETY: zeroed is a valid initial state for the iterator, which the call fills.
+        let mut iter: webp::WebPIterator = unsafe { std::mem::zeroed() };
+        // SAFETY: the demuxer is live and `iter` is writable.
+        if unsafe { webp::WebPDemuxGetFrame(self.0, 1, &mut iter) } == 0 {
+            return None;
+        }
+        let frag = iter.fragment;
+        // SAFETY: zeroed features are a valid out-parameter; the fragment points into the
+        // demuxed data, `frag.size` bytes long.
+        let mut features: webp::WebPBitstreamFeatures = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let status = unsafe { webp::WebPGetFeatures(frag.bytes, frag.size, &mut features) };
+        let (width, height) = (iter.width, iter.height);
+        // SAFETY: releasing the iterator filled above.
+        unsafe { webp::WebPDemuxReleaseIterator(&mut iter) };
+        (status == webp::VP8StatusCode::VP8_STATUS_OK && features.format == 1).then(|| LossyFrame {
+            bytes: frag.size as u64,
+            width: u64::try_from(width).unwrap_or(0),
+            height: u64::try_from(height).unwrap_or(0),
+        })
+    }
+}
+
+/// The fewest bits a VP8 key frame spends on one 16x16 macroblock, rounded down: its luma
+/// mode costs at least -log2(145/256) = 0.82 bits and its chroma mode -log2(142/256) = 0.85,
+/// both with the format's fixed key-frame probabilities, and libwebp refuses a first
+/// partition that ends before the last macroblock's modes. (libwebp's own encoder spends
+/// 3.6 bits on a macroblock of a one-colour image.) Lossless WebP has no such bound: a prefix
+/// code of one symbol takes no bits, so a tiny VP8L file can be a valid huge image; the pixel
+/// limits bound those, as in Pillow.
+const VP8_MIN_BITS_PER_MACROBLOCK: u64 = 1;
+
+/// Refuse, before the output buffer is allocated, a lossy frame whose bitstream is too short
+/// to code the modes of all its macroblocks: a 2 KB file declaring 8000x8000 fails at once
+/// instead of after a 192 MB allocation and a partial decode.
+fn check_compressed_size(frame: &LossyFrame) -> Result<()> {
+    let macroblocks = frame
+        .width
+        .div_ceil(16)
+        .saturating_mul(frame.height.div_ceil(16));
+    let bits = frame.bytes.saturating_mul(8).saturating_add(1024);
+    if bits < macroblocks.saturating_mul(VP8_MIN_BITS_PER_MACROBLOCK) {
+        return Err(bad(
+            F,
+            format!(
+                "image data truncated: {} compressed bytes cannot code the {macroblocks} \
+                 macroblocks of a {}x{} lossy frame (at least \
+                 {VP8_MIN_BITS_PER_MACROBLOCK} bit each)",
+                frame.bytes, frame.width, frame.height
+            ),
+        ));
+    }
+    Ok(())
 }
 
 impl Drop for Demux {
@@ -98,12 +163,14 @@ fn container(data: &[u8]) -> Result<Container> {
     // (WebPDecode refuses animations), as Pillow always uses that decoder.
     let flagged = status == webp::VP8StatusCode::VP8_STATUS_OK && features.has_animation != 0;
     let animated = frames > 1 || flagged;
+    let lossy_first = demux.lossy_first();
     Ok(Container {
         width,
         height,
         has_alpha,
         animated,
         orientation,
+        lossy_first,
     })
 }
 
@@ -123,6 +190,9 @@ pub(crate) fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Decoded> {
     let c = container(data)?;
     let (w, h) = (u64::from(c.width), u64::from(c.height));
     limits::check(F, w, h, opts)?;
+    if let Some(frame) = &c.lossy_first {
+        check_compressed_size(frame)?;
+    }
     let pixels = limits::buffer_len(F, w, h, 1)?;
     // An RGBA image composites onto white; RGB (and "drop") just needs the colour channels.
     let composite = c.has_alpha && opts.alpha == Alpha::White;
