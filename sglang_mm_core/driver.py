@@ -38,6 +38,7 @@ from .spec import ResolvedSpec, Spec, load_spec
 
 if TYPE_CHECKING:
     from .registry import Registry
+    from .fetch.cancel import CancelScope
 
 MAX_DEFAULT_THREADS = 8
 
@@ -159,6 +160,12 @@ class Par:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _current_scope() -> CancelScope | None:
+    from .fetch.cancel import current_scope  # the fetch package loads with the first fetch
+
+    return current_scope()
+
+
 @dataclass(frozen=True)
 class _Job:
     request: int
@@ -167,6 +174,9 @@ class _Job:
     kind: str
     threads: int
     compact: bool = False
+    # The server's cancellation of the request (deadline passed, client gone): items not yet
+    # started are skipped. Pool threads do not see the caller's context, so it rides here.
+    scope: CancelScope | None = None
 
 
 @dataclass(frozen=True)
@@ -306,8 +316,9 @@ class Pipeline:
             fetched.append(sources)
         n_items = sum(len(f) for f in fetched)
         kthreads = self.par.kernel_threads(n_items)
+        scope = _current_scope() if n_items else None
         jobs = [
-            _Job(r, k, data, kind, kthreads, compact)
+            _Job(r, k, data, kind, kthreads, compact, scope)
             for r, items in enumerate(fetched)
             for k, (data, kind) in enumerate(items)
         ]
@@ -416,6 +427,8 @@ class Pipeline:
         """hash -> decode -> process for one item (or hash -> cache hit, with no decode);
         errors come back as values, attributed."""
         try:
+            if job.scope is not None:
+                job.scope.check()  # a cancelled request starts no more kernel work
             if self.cache is None:
                 digest = _native.content_hash(job.data)
                 return _Done(digest, self._compute(job.data, job.compact, job))

@@ -365,6 +365,11 @@ class Engine:
         was = ticket.state
         ticket.state = State.DONE
         self._live.discard(ticket)
+        if was is State.QUEUED:  # answered before a worker took it: drop it and its buffers
+            try:
+                self._queue.remove(ticket)
+            except ValueError:
+                pass  # a worker popped it this moment and will skip it
         if was is State.PARKED:  # withdrawn before the host drained it
             self._parked_n -= 1
             if ticket.ready:

@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import requests
 from core_helpers import toy_env
+from PIL import Image
 from srv_helpers import FamilySetup, data_url
 
 REJECT_S = 2.0  # every rejection is answered within this
@@ -351,6 +353,31 @@ def test_deadline_frees_the_workers(served: Served, fam: FamilySetup, http_serve
     r, took = post(served, served.good)
     assert r.status_code == 200 and r.content == served.want
     assert took < 1.0, f"a good request waited {took:.2f} s for a worker"
+
+
+def test_deadline_stops_the_queued_items_of_a_request(served: Served, fam: FamilySetup) -> None:
+    # 64 large images per request: each takes ~10 s of kernel work, far past the deadline.
+    y, x = np.mgrid[0:2000, 0:3000]
+    arr = np.stack([(x * 255) // 2999, (y * 255) // 1999, ((x + y) * 7) % 256], -1)
+    path = served.root / "big.png"
+    Image.fromarray(arr.astype(np.uint8)).save(path, "PNG", compress_level=1)
+    heavy = json.dumps({"input_ids": fam.prompt(64), "images": [str(path)] * 64})
+    results: list[tuple[int, float]] = []
+
+    def go() -> None:
+        r, took = post(served, heavy)
+        results.append((r.status_code, took))
+
+    threads = [threading.Thread(target=go) for _ in range(2)]  # both workers
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert [s for s, _ in results] == [503, 503], results
+    # The items not yet started were dropped at the deadline: the pool is free at once.
+    r, took = post(served, served.good)
+    assert r.status_code == 200 and r.content == served.want
+    assert took < 1.0, f"a good request waited {took:.2f} s behind cancelled items"
 
 
 # -- item 6: graceful shutdown ----------------------------------------------------------------
