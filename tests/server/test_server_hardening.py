@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -21,7 +22,7 @@ import pytest
 import requests
 from core_helpers import toy_env
 from PIL import Image
-from srv_helpers import FamilySetup, data_url
+from srv_helpers import FamilySetup, data_url, make_image
 
 REJECT_S = 2.0  # every rejection is answered within this
 HEALTH_S = 1.0  # /health answers within this throughout
@@ -143,6 +144,8 @@ def served(
         "1",
         "--max-json-bytes",
         str(MAX_JSON),
+        "--queue-size",
+        "256",
     )
     good = json.dumps(
         {"input_ids": fam.prompt(1), "images": [data_url(images["jpeg_64x48"])]}
@@ -380,6 +383,104 @@ def test_deadline_stops_the_queued_items_of_a_request(served: Served, fam: Famil
     assert took < 1.0, f"a good request waited {took:.2f} s behind cancelled items"
 
 
+# -- load: many connections, a storm of disconnects ---------------------------------------------
+
+
+def test_200_concurrent_connections(served: Served) -> None:
+    n = 200
+    socks = [_connect(served.url) for _ in range(n)]  # all open at once before any request
+    head = (
+        "POST /v1/preprocess HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(served.good)}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    got: list[bytes] = [b""] * n
+    t = time.monotonic()
+    with served.probe():
+        for sock in socks:
+            sock.sendall(head + served.good)
+
+        def read(k: int) -> None:
+            with socks[k] as sock:
+                sock.settimeout(30)
+                while chunk := sock.recv(1 << 16):
+                    got[k] += chunk
+
+        threads = [threading.Thread(target=read, args=(k,)) for k in range(n)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(60)
+    took = time.monotonic() - t
+    for answer in got:
+        status, _, body = answer.partition(b"\r\n\r\n")
+        assert status.startswith(b"HTTP/1.1 200"), status[:100]
+        assert body == served.want
+    assert took < 30, f"200 requests took {took:.1f} s"
+
+
+def _storm(s: Served, fam: FamilySetup, big: bytes) -> None:
+    """300 clients that leave: before the headers end, mid-body, and after a whole request
+    without reading the answer; each closes with a reset."""
+    full = json.dumps({"input_ids": fam.prompt(1), "images": [data_url(big)]}).encode()
+    head = (
+        f"POST /v1/preprocess HTTP/1.1\r\nHost: x\r\nContent-Length: {len(full)}\r\n\r\n"
+    ).encode()
+
+    def one(k: int) -> None:
+        sock = _connect(s.url)
+        try:
+            if k % 3 == 0:
+                sock.sendall(head[: len(head) // 2])
+            elif k % 3 == 1:
+                sock.sendall(head + full[: len(full) // 2])
+            else:
+                sock.sendall(head + full)
+        except OSError:
+            pass
+        finally:  # SO_LINGER 0: a reset, as a killed client sends
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()
+
+    threads = [threading.Thread(target=one, args=(k,)) for k in range(300)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(30)
+
+
+def _settled_rss(s: Served) -> float:
+    """RSS once the server is idle again: no request of the storm still queued, and a good
+    request answered behind whatever was running."""
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        text = requests.get(s.url + "/metrics", timeout=5).text
+        depth = [ln for ln in text.splitlines() if ln.startswith("sglang_mm_queue_depth ")]
+        if depth and float(depth[0].split()[1]) == 0:
+            break
+        time.sleep(0.1)
+    for _ in range(2):  # one per worker
+        r, _ = post(s, s.good)
+        assert r.status_code == 200
+    time.sleep(0.3)
+    return _rss_mb(s.proc.pid)
+
+
+def test_disconnect_storm_returns_memory(
+    served: Served, fam: FamilySetup, images: dict[str, bytes]
+) -> None:
+    big = make_image(1200, 900, "PNG", 7)  # ~3 MB: a leak of its buffers would show
+    with served.probe():
+        _storm(served, fam, big)  # warms the allocator's pools
+    baseline = _settled_rss(served)
+    with served.probe():
+        for _ in range(3):
+            _storm(served, fam, big)
+    after = _settled_rss(served)
+    assert after - baseline < 100, f"RSS {baseline:.0f} MB -> {after:.0f} MB after 900 disconnects"
+    r, _ = post(served, served.good)
+    assert r.status_code == 200 and r.content == served.want
+
+
 # -- item 6: graceful shutdown ----------------------------------------------------------------
 
 
@@ -401,3 +502,57 @@ def test_sigterm_exits_0_within_the_shutdown_bound(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_sigterm_under_load_answers_every_request_and_exits_0(
+    fam: FamilySetup, tmp_path: Path, images: dict[str, bytes]
+) -> None:
+    url, proc = start_serve(fam.spec(), tmp_path, "--workers", "2", "--shutdown-s", "2")
+    body = json.dumps(
+        {"input_ids": fam.prompt(2), "images": [data_url(images["jpeg_200x150"])] * 2}
+    )
+    outcomes: list[str] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def client() -> None:
+        while not stop.is_set():
+            try:
+                r = requests.post(url + "/v1/preprocess", data=body, timeout=30)
+                outcome = str(r.status_code)
+            except requests.ConnectionError as e:
+                # After the listener closed: the request was never accepted.
+                text = str(e).lower()
+                outcome = "refused" if "refused" in text or "reset" in text else f"lost: {e}"
+            with lock:
+                outcomes.append(outcome)
+            if outcome != "200":
+                return
+
+    slow = [_connect(url) for _ in range(5)]  # uploads that never finish
+    for sock in slow:
+        sock.sendall(b"POST /v1/preprocess HTTP/1.1\r\nHost: x\r\nContent-Length: 9999\r\n\r\n{")
+    threads = [threading.Thread(target=client) for _ in range(32)]
+    try:
+        for th in threads:
+            th.start()
+        end = time.monotonic() + 20
+        while outcomes.count("200") < 50 and time.monotonic() < end:
+            time.sleep(0.05)
+        t = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+        took = time.monotonic() - t
+        stop.set()
+        for th in threads:
+            th.join(30)
+    finally:
+        for sock in slow:
+            sock.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    counts = {k: outcomes.count(k) for k in set(outcomes)}
+    assert set(counts) <= {"200", "503", "refused"}, counts
+    assert counts.get("200", 0) >= 50, counts
+    assert took < 2 + REJECT_S, f"shutdown took {took:.2f} s"
