@@ -2,11 +2,13 @@
 of examples, both schema-conforming and not): no input makes the server answer 5xx.
 
 The spec refuses every remote host (``allowed_domains: []``), so a generated URL is refused
-before any lookup: the fuzzer never makes the server contact anything."""
+before any lookup: the fuzzer never makes the server contact anything. Every answer is also
+checked for what must never leak to a client: a traceback or a path inside the installation."""
 
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,6 +23,23 @@ from srv_helpers import FamilySetup, HostLoop
 from sglang_mm_core.server import MmServer
 
 MAX_EXAMPLES = 30
+# What only a traceback or an internal error message would carry.
+LEAKS = (
+    "Traceback (most recent call last)",
+    'File "',
+    "site-packages",
+    "/sglang_mm_core/",
+    sys.prefix,
+)
+
+
+@schemathesis.check
+def no_internals(ctx: Any, response: Any, case: Any) -> None:
+    """The answer names no traceback, source file or installation path."""
+    text = response.content.decode("utf-8", "replace")
+    found = [leak for leak in LEAKS if leak in text]
+    if found:
+        raise AssertionError(f"the answer leaks {found}: {text[:300]!r}")
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +69,7 @@ def test_no_input_makes_a_5xx(fuzzed_server: MmServer) -> None:
         )
         def fuzz(case: Any) -> None:
             response = case.call(timeout=30)
-            case.validate_response(response, checks=[not_a_server_error])
+            case.validate_response(response, checks=[not_a_server_error, no_internals])
 
         fuzz()
     text = requests.get(fuzzed_server.url + "/metrics", timeout=10).text
