@@ -79,7 +79,7 @@ lint: env
 rust-test: env
 	$(CARGO) test $(CARGO_FLAGS) --release -p mm-kernels
 	$(CARGO) test $(CARGO_FLAGS) --release -p mm-kernels --features parallel
-	$(CARGO) test $(CARGO_FLAGS) --release -p qwen-vl-py -p inkling-py -p gemma3-py -p pixtral-py -p internvl-py
+	$(CARGO) test $(CARGO_FLAGS) --release -p core-py -p qwen-vl-py -p inkling-py -p gemma3-py -p pixtral-py -p internvl-py
 
 # The kernel crates as crates.io would receive them, built and verified from the package.
 # Verification unpacks them from a temporary local registry, and cargo takes a crate of an

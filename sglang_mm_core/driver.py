@@ -37,8 +37,8 @@ from .errors import (
 from .spec import ResolvedSpec, Spec, load_spec
 
 if TYPE_CHECKING:
-    from .registry import Registry
     from .fetch.cancel import CancelScope
+    from .registry import Registry
 
 MAX_DEFAULT_THREADS = 8
 

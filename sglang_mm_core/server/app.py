@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from .. import _native
 from .._carriers import MmInput
 from .engine import Engine, Format, Kind, Ticket
 from .errors import Answer, answer_for, error_answer, not_ready, shutting_down
@@ -115,6 +116,42 @@ def _parse(body: bytes) -> PreprocessRequest | str:
         return _validation_message(e)
 
 
+# A request body is one object of a few fields holding flat arrays: token ids, a bounded
+# number of sources. Past these its parse would only build Python objects to refuse them.
+MAX_BODY_MEMBERS = 64
+MAX_BODY_DEPTH = 2
+MIN_BODY_OTHER_VALUES = 4096
+
+
+def _parse_big(body: bytes, max_ids: int, max_sources: int) -> PreprocessRequest | str | Answer:
+    """`_parse` for a big body, after measuring its shape with the GIL released: a parser
+    holds the GIL while it builds objects (a million keys take seconds), and the event loop
+    needs it. A body no request can be is refused from its shape alone."""
+    members, depth, ids, others, first = _native.json_shape(body)
+    if members > MAX_BODY_MEMBERS:
+        return (
+            f"(body): {members} object members; a request is one object with the fields "
+            "input_ids, images and rid"
+        )
+    if depth > MAX_BODY_DEPTH:
+        return f"(body): JSON nested {depth} levels deep; a request holds only flat arrays"
+    limit = max(MIN_BODY_OTHER_VALUES, 2 * max_sources)
+    if others > limit:
+        where = _clip(body[first : first + 40].decode("utf-8", "replace"), 40)
+        return (
+            f"(body): {others} array elements are not token ids (non-negative integers), more "
+            f"than a request's image sources can be (the first at byte {first}: {where!r})"
+        )
+    if ids > max_ids:
+        return error_answer(
+            413,
+            "LimitError",
+            f"request has {ids} token ids, over the server's max_input_ids = {max_ids}",
+            fields={"limit": "max_input_ids", "limit_value": max_ids, "value": ids},
+        )
+    return _parse(body)
+
+
 async def _read_body(request: Request, cap: int) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > cap:
@@ -191,9 +228,15 @@ async def _serve(
     except ClientDisconnect:
         engine.metrics.disconnects.inc()
         return Response(status_code=CLIENT_CLOSED)
-    # Parsing a big body holds the GIL for a while, but off the loop thread the loop still
-    # gets its turns (the interpreter switches threads), so /health keeps answering.
-    doc = _parse(body) if len(body) <= OFF_LOOP_BYTES else await asyncio.to_thread(_parse, body)
+    # A big body is measured (GIL released) and parsed off the loop thread; a small one
+    # parses in microseconds.
+    if len(body) <= OFF_LOOP_BYTES:
+        doc: PreprocessRequest | str | Answer = _parse(body)
+    else:
+        max_sources = engine.spec.spec.limits.max_items
+        doc = await asyncio.to_thread(_parse_big, body, engine.config.max_input_ids, max_sources)
+    if isinstance(doc, Answer):
+        return _respond(engine, doc)
     if isinstance(doc, str):
         return _respond(engine, error_answer(422, "ValidationError", doc))
     rid = doc.rid if doc.rid is not None or kind != "submit" else engine.new_rid()

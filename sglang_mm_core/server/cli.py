@@ -11,6 +11,7 @@ from .config import (
     DEFAULT_DEADLINE_S,
     DEFAULT_HEADER_TIMEOUT_S,
     DEFAULT_KEEP_ALIVE_S,
+    DEFAULT_MAX_INPUT_IDS,
     DEFAULT_MAX_JSON_BYTES,
     DEFAULT_QUEUE_SIZE,
     DEFAULT_SHUTDOWN_S,
@@ -38,6 +39,7 @@ def _serve(args: argparse.Namespace) -> int:
         deadline_s=args.deadline_s,
         log_level=args.log_level,
         max_json_bytes=args.max_json_bytes,
+        max_input_ids=args.max_input_ids,
         header_timeout_s=args.header_timeout_s,
         keep_alive_s=args.keep_alive_s,
         shutdown_s=args.shutdown_s,
@@ -79,6 +81,12 @@ def add_serve_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[
         type=int,
         default=DEFAULT_MAX_JSON_BYTES,
         help=f"largest ?format=json answer, else 413 ({DEFAULT_MAX_JSON_BYTES})",
+    )
+    p.add_argument(
+        "--max-input-ids",
+        type=int,
+        default=DEFAULT_MAX_INPUT_IDS,
+        help=f"most token ids in one request, else 413 ({DEFAULT_MAX_INPUT_IDS})",
     )
     p.add_argument(
         "--header-timeout-s",

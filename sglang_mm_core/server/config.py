@@ -37,6 +37,7 @@ DEFAULT_RING_SIZE = 1024
 DEFAULT_DEADLINE_S = 60.0
 DEFAULT_RING_CHUNK_IDS = 1 << 22  # 32 MiB of int64 ids per arena chunk, paged in on use
 DEFAULT_MAX_JSON_BYTES = 128 * 1024 * 1024  # a ?format=json answer; safetensors has no cap
+DEFAULT_MAX_INPUT_IDS = 1 << 21  # 2M token ids: ~0.3 s of parsing, far past any context
 DEFAULT_HEADER_TIMEOUT_S = 10.0
 DEFAULT_KEEP_ALIVE_S = 5.0
 DEFAULT_SHUTDOWN_S = 10.0
@@ -66,6 +67,8 @@ class ServerConfig:
     it) or ``"completion"`` (the order they finished processing in).
     ``max_json_bytes``: the largest ``?format=json`` answer; past it the answer is 413
     (JSON costs ~20 bytes and a Python object per element while encoding).
+    ``max_input_ids``: the most token ids one request may carry (else 413): their parse holds
+    the GIL, which the event loop shares.
     ``header_timeout_s``: a request's line and headers must arrive within it (counted from
     the connection opening or their first byte), else 408 and the connection is closed.
     ``max_header_bytes``: the most a request line plus headers may take (else 431).
@@ -80,6 +83,7 @@ class ServerConfig:
     ring_chunk_ids: int = DEFAULT_RING_CHUNK_IDS
     order: Order = "arrival"
     max_json_bytes: int = DEFAULT_MAX_JSON_BYTES
+    max_input_ids: int = DEFAULT_MAX_INPUT_IDS
     header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
     keep_alive_s: float = DEFAULT_KEEP_ALIVE_S
@@ -92,6 +96,7 @@ class ServerConfig:
             ("ring_size", self.ring_size),
             ("ring_chunk_ids", self.ring_chunk_ids),
             ("max_json_bytes", self.max_json_bytes),
+            ("max_input_ids", self.max_input_ids),
             ("max_header_bytes", self.max_header_bytes),
         ):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

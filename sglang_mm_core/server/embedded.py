@@ -51,6 +51,7 @@ CoresArg = tuple[Cores | None, Cores | None] | str | None
 STARTUP_TIMEOUT_S = 30.0
 _EXTRA_SETTINGS = {
     "max_json_bytes",
+    "max_input_ids",
     "header_timeout_s",
     "max_header_bytes",
     "keep_alive_s",
