@@ -34,6 +34,11 @@ class MmError(Exception):
     def __str__(self) -> str:
         return self.message
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt from its attributes, not its __init__ arguments (subclasses add keyword-only
+        # ones), so that every error crosses process boundaries (multiprocessing, Ray) whole.
+        return (_rebuild, (type(self), self.message, dict(self.__dict__)))
+
     @property
     def fields(self) -> dict[str, Any]:
         """The structured fields that are set (a server sends them in its error body)."""
@@ -51,6 +56,13 @@ class MmError(Exception):
         Exception.__init__(out, message)
         out.message, out.item, out.source_kind = message, item, kind
         return out
+
+
+def _rebuild(cls: type[MmError], message: str, state: dict[str, Any]) -> MmError:
+    err = cls.__new__(cls, message)
+    Exception.__init__(err, message)
+    err.__dict__.update(state)
+    return err
 
 
 class SpecError(MmError):

@@ -152,3 +152,16 @@ def test_server_body_carries_the_fields_and_the_client_rebuilds_them() -> None:
     assert type(rebuilt) is MmRequestError and rebuilt.status == 400
     other = error_from(503, b'{"error": {"type": "QueueFull", "message": "full"}}', {})
     assert isinstance(other, ServerError) and other.status == 503
+
+
+def test_every_error_pickles_whole() -> None:
+    # Keyword-only fields too (the client's ServerError once failed to unpickle).
+    errors = [
+        ServerError("queue full", status=503, error_type="QueueFull", retry_after=1.5),
+        LimitError("over", limit="max_items", limit_value=3, value=4).at_item(2, "url"),
+        DecodeError("bad", format="PNG"),
+    ]
+    for err in errors:
+        back = pickle.loads(pickle.dumps(err))
+        assert type(back) is type(err) and str(back) == str(err)
+        assert back.__dict__ == err.__dict__ and back.args == err.args
