@@ -137,6 +137,7 @@ def _parse_big(body: bytes, max_ids: int, max_sources: int) -> PreprocessRequest
         return f"(body): JSON nested {depth} levels deep; a request holds only flat arrays"
     limit = max(MIN_BODY_OTHER_VALUES, 2 * max_sources)
     if others > limit:
+        first = first or 0  # set whenever others > 0
         where = _clip(body[first : first + 40].decode("utf-8", "replace"), 40)
         return (
             f"(body): {others} array elements are not token ids (non-negative integers), more "
