@@ -54,6 +54,7 @@ from .errors import (
 )
 from .outputs import load_output, save_output
 from .registry import (
+    BrokenPlugin,
     Registry,
     default_registry,
     hookimpl,
@@ -79,6 +80,7 @@ except PackageNotFoundError:  # running from a source tree without install metad
     __version__ = _native_version
 
 __all__ = [
+    "BrokenPlugin",
     "CodecError",
     "CompactTensor",
     "DecodeDefaults",
