@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeAlias
 
 import numpy as np
@@ -184,6 +185,16 @@ class Family(ABC):
     ) -> dict[str, Any]:
         """A spec document for a HuggingFace model's configs; refuses what it cannot match."""
         raise NotImplementedError(f"family {cls.name!r} has no spec_from_hf")
+
+    @classmethod
+    def spec_from_model_dir(cls, directory: Path) -> dict[str, Any]:
+        """A spec document for a HuggingFace model directory (what ``sglang-mm spec-from-hf``
+        asks). The default maps its two configs with `spec_from_hf`; a family that reads
+        further files (a tokenizer's special ids, ``processor_config.json``) overrides it."""
+        from ._hf import load_model_dir
+
+        preprocessor_config, config = load_model_dir(directory)
+        return cls.spec_from_hf(preprocessor_config, config)
 
 
 __all__ = [

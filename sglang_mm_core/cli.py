@@ -198,18 +198,6 @@ def _tokens(args: argparse.Namespace) -> int:
         return 1 if failed else 0
 
 
-def _read_config(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SpecError(f"{path.name} not found in {path.parent}") from None
-    except (OSError, ValueError) as e:
-        raise SpecError(f"cannot read {path}: {e}") from None
-    if not isinstance(doc, dict):
-        raise SpecError(f"{path} must hold a JSON object")
-    return doc
-
-
 def _spec_from_hf(args: argparse.Namespace) -> int:
     """Ask the families (or the ones named) for a spec of a HuggingFace model directory;
     exactly one must accept it."""
@@ -218,8 +206,6 @@ def _spec_from_hf(args: argparse.Namespace) -> int:
     root = Path(args.path)
     if not root.is_dir():
         raise SpecError(f"{root} is not a model directory")
-    pp = _read_config(root / "preprocessor_config.json")
-    config = _read_config(root / "config.json")
     reg = default_registry()
     accepted: list[tuple[str, dict[str, Any]]] = []
     refused: list[str] = []
@@ -235,7 +221,7 @@ def _spec_from_hf(args: argparse.Namespace) -> int:
             installed = ", ".join(sorted(reg.families())) or "none"
             raise SpecError(f"unknown family {name!r}; installed families: {installed}")
         try:
-            accepted.append((name, fam.spec_from_hf(pp, config)))
+            accepted.append((name, fam.spec_from_model_dir(root)))
         except NotImplementedError:
             refused.append(f"{name}: no spec_from_hf")
         except SpecError as e:

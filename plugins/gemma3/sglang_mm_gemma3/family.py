@@ -173,3 +173,10 @@ class Gemma3Family(mm.Family):
             do_pan_and_scan=do_pan_and_scan,
             token_ids=token_ids,
         )
+
+    @classmethod
+    def spec_from_model_dir(cls, directory: Path) -> dict[str, Any]:
+        """The directory itself goes to `spec_from_hf`: its tokenizer files carry ids too."""
+        from .hf import spec_from_hf
+
+        return spec_from_hf(directory)

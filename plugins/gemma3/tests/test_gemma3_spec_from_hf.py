@@ -78,3 +78,20 @@ def test_the_bundled_example_is_what_spec_from_hf_gives() -> None:
 def test_what_cannot_be_matched_is_refused(change: dict[str, Any], words: str) -> None:
     with pytest.raises(mm.SpecError, match=words):
         Gemma3Family.spec_from_hf({**PRE, **change}, CONFIG)
+
+
+def test_the_cli_reads_the_tokenizer_of_the_directory(tmp_path: Path) -> None:
+    # `sglang-mm spec-from-hf DIR` asks spec_from_model_dir, which hands the directory over:
+    # the tokenizer's ids reach the spec, as from the Python call.
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "sglang_mm_core.cli", "spec-from-hf", str(_model_dir(tmp_path))],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    spec = json.loads(out.stdout)
+    assert spec == Gemma3Family.spec_from_hf(tmp_path)
+    assert spec["params"]["double_newline_token_id"] == 108

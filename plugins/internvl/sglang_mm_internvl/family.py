@@ -138,5 +138,12 @@ class InternVLFamily(Family):
 
         return spec_from_hf(preprocessor_config, config, resample=resample)
 
+    @classmethod
+    def spec_from_model_dir(cls, directory: Path) -> dict[str, Any]:
+        """The directory itself goes to `spec_from_hf`: its tokenizer files carry ids too."""
+        from .hf import spec_from_hf
+
+        return spec_from_hf(directory)
+
 
 __all__ = ["InternVLFamily"]

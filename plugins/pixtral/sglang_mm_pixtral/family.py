@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -147,3 +148,10 @@ class PixtralFamily(mm.Family):
         from .hf import spec_from_hf
 
         return spec_from_hf(preprocessor_config, config)
+
+    @classmethod
+    def spec_from_model_dir(cls, directory: Path) -> dict[str, Any]:
+        """The directory itself goes to `spec_from_hf`: its tokenizer files carry ids too."""
+        from .hf import spec_from_hf
+
+        return spec_from_hf(directory)
