@@ -370,21 +370,27 @@ def test_keep_alive_connection_still_serves_two_requests(served: Served) -> None
 # -- item 7: deadlines cancel work ------------------------------------------------------------
 
 
+def _occupy_both_workers(s: Served, body: str) -> list[tuple[int, float]]:
+    """Post ``body`` twice at once (one per worker); each answer's status and time."""
+    results: list[tuple[int, float]] = []
+
+    def go() -> None:
+        r, took = post(s, body)
+        results.append((r.status_code, took))
+
+    threads = [threading.Thread(target=go) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return results
+
+
 def test_deadline_frees_the_workers(served: Served, fam: FamilySetup, http_server: Any) -> None:
     slow = json.dumps(
         {"input_ids": fam.prompt(1), "images": [http_server.url("/slow/600?interval=0.05")]}
     )
-    results: list[tuple[int, float]] = []
-
-    def go() -> None:
-        r, took = post(served, slow)
-        results.append((r.status_code, took))
-
-    threads = [threading.Thread(target=go) for _ in range(2)]  # both workers
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
+    results = _occupy_both_workers(served, slow)
     assert [s for s, _ in results] == [503, 503], results
     assert all(took < DEADLINE_S + 1 for _, took in results), results
     # Both workers were stopped at the deadline: a good request is served at once.
@@ -400,17 +406,7 @@ def test_deadline_stops_the_queued_items_of_a_request(served: Served, fam: Famil
     path = served.root / "big.png"
     Image.fromarray(arr.astype(np.uint8)).save(path, "PNG", compress_level=1)
     heavy = json.dumps({"input_ids": fam.prompt(64), "images": [str(path)] * 64})
-    results: list[tuple[int, float]] = []
-
-    def go() -> None:
-        r, took = post(served, heavy)
-        results.append((r.status_code, took))
-
-    threads = [threading.Thread(target=go) for _ in range(2)]  # both workers
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    results = _occupy_both_workers(served, heavy)
     assert [s for s, _ in results] == [503, 503], results
     # The items not yet started were dropped at the deadline: the pool is free at once.
     r, took = post(served, served.good)
