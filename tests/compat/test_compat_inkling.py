@@ -102,7 +102,9 @@ def test_patchify_and_rescale_patchify_hash_equal_theirs(ext: ModuleType) -> Non
     for data in IMAGES.values():
         arr = pillow_rgb(data)  # what SGLang's processor hands the extension
         for ps in (40, 14):
-            assert_array_equal(inkling.patchify_rgb(arr, ps), ext.inkling.patchify_rgb(arr, ps))
+            got = inkling.patchify_rgb(arr, ps)
+            assert_array_equal(got, ext.inkling.patchify_rgb(arr, ps))
+            assert_array_equal(got, plugin.patchify_rgb(arr, ps, threads=1))
         for ps, frac, cap in PARAMS:
             got = inkling.rescale_patchify_hash(arr, data, ps, frac, cap)
             assert got[3] == content_hash(data)

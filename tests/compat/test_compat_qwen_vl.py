@@ -17,6 +17,7 @@ from _qwen_refs import QWEN2, QWEN3, as_bits, hf_pil_processor, hf_reference
 from compat_helpers import encode, lossless, photo, pillow_rgb
 from numpy.testing import assert_array_equal
 from PIL import Image
+from sglang_mm_qwen_vl import smart_resize
 
 from sglang_mm_core import MmInput, pipeline_from_spec
 from sglang_mm_core.compat.sglang import qwen_vl
@@ -271,7 +272,8 @@ def test_smart_resize_equals_theirs(ext: ModuleType, bounds: tuple[int, int, int
             with pytest.raises(ValueError):
                 qwen_vl.smart_resize_py(h, w, *bounds)
             continue
-        assert qwen_vl.smart_resize_py(h, w, *bounds) == tuple(want), (h, w)
+        got = qwen_vl.smart_resize_py(h, w, *bounds)
+        assert got == tuple(want) == smart_resize(h, w, *bounds, "sglang"), (h, w)
     assert refused > 0
 
 
