@@ -23,7 +23,7 @@ CARGO_HOME_DIR := $(or $(CARGO_HOME),$(HOME)/.cargo)
 CARGO_FLAGS := --locked
 
 .PHONY: demo test build dist wheelhouse env system-deps lint rust-test rust-package py-test \
-	fuzz-smoke fuzz-asan bench clean
+	fuzz-smoke fuzz-asan bench clean sglang-ext
 
 demo: build
 	$(PY) -m sglang_mm_core.demo examples
@@ -95,8 +95,22 @@ rust-package: env
 	mkdir -p $(PACKAGE_DIR)
 	cp $(CARGO_TARGET_DIR)/package-verify/package/*.crate $(PACKAGE_DIR)/
 
-py-test: build
+py-test: build sglang-ext
 	$(PY) -m pytest -q
+
+# SGLang's compiled extension, the reference of tests/compat: only its .so, taken once out of
+# the sglang wheel (downloaded without dependencies; pinned by the .so's sha256).
+SGLANG_EXT_MEMBER := sglang/srt/rust_extensions/_multimodal.cpython-311-x86_64-linux-gnu.so
+SGLANG_EXT := $(DIST)/sglang-ext/$(notdir $(SGLANG_EXT_MEMBER))
+sglang-ext: $(SGLANG_EXT)
+$(SGLANG_EXT): | env
+	rm -rf $(@D) && mkdir -p $(@D)
+	$(PY) -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.11 \
+	  --platform manylinux_2_34_x86_64 --dest $(@D) sglang==0.5.23
+	$(PY) -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
+	  $(@D)/sglang-*.whl $(SGLANG_EXT_MEMBER) > $@.part
+	echo "32fb01ae1d4b1b941e34ded18fb47b2123c55d4b5d81ada455c3028f9f520aea  $@.part" | sha256sum -c --quiet
+	mv $@.part $@ && rm $(@D)/sglang-*.whl
 
 # A bounded libFuzzer run of each decoder entry point (rust/mm-kernels/fuzz/README.md) from
 # the committed corpus; new inputs go to a scratch dir. `fuzz-smoke` (part of `make test`)
@@ -130,7 +144,7 @@ fuzz-asan: env
 	  rm -rf $$scratch; \
 	done
 
-bench: build
+bench: build sglang-ext
 	@set -e; for b in bench/bench_core.py $(filter-out bench/bench_core.py bench/bench_server.py,$(wildcard bench/bench_*.py)); do \
 	  echo "== $$b"; $(PY) $$b; done
 

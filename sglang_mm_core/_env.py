@@ -16,6 +16,11 @@ from ._deprecation import warn_deprecated
 PREFIX = "SGLANG_MM_"
 THREADS_ENV = PREFIX + "THREADS"
 
+#: SGLang's own extension's thread count (not ours, so not renamed): read only by the
+#: `sglang_mm_core.compat.sglang` API, and only when ``SGLANG_MM_THREADS`` is unset
+#: (`sglang_mm_core.driver.env_threads`).
+SGLANG_EXT_THREADS_ENV = "SGL_MM_RS_THREADS"
+
 #: Deprecated name -> current name.
 RENAMED: dict[str, str] = {"SGL_MM_THREADS": THREADS_ENV}
 
@@ -37,4 +42,4 @@ def migrate_legacy_env() -> list[str]:
     return copied
 
 
-__all__ = ["PREFIX", "RENAMED", "THREADS_ENV", "migrate_legacy_env"]
+__all__ = ["PREFIX", "RENAMED", "SGLANG_EXT_THREADS_ENV", "THREADS_ENV", "migrate_legacy_env"]

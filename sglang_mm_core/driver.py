@@ -22,7 +22,7 @@ import numpy.typing as npt
 from . import _native
 from ._cache import CacheStats, FeatureCache
 from ._carriers import MmInput, MmItem, MmOutput, ProcessedItem, Tensor, TokenCount
-from ._env import THREADS_ENV
+from ._env import SGLANG_EXT_THREADS_ENV, THREADS_ENV
 from ._family import Family
 from ._layout import TokenLayout, apply_layout
 from ._positions import MRope, Rope1D
@@ -60,10 +60,21 @@ def available_cores() -> int:
     return max(1, os.cpu_count() or 1)
 
 
-def env_threads() -> int | None:
+def env_threads(*, sglang_compat: bool = False) -> int | None:
     """``$SGLANG_MM_THREADS`` as a pool size, or None when unset or blank; anything but a
-    non-negative integer is a `SpecError` naming the value."""
-    raw = os.environ.get(THREADS_ENV, "").strip()
+    non-negative integer is a `SpecError` naming the value.
+
+    ``sglang_compat`` (the `sglang_mm_core.compat.sglang` API only): when ours is unset or
+    blank, SGLang's extension's ``$SGL_MM_RS_THREADS`` is read instead, with its meaning of
+    ``0`` (the default pool, as rayon reads it)."""
+    value = _env_int(THREADS_ENV)
+    if value is None and sglang_compat:
+        value = _env_int(SGLANG_EXT_THREADS_ENV) or None
+    return value
+
+
+def _env_int(name: str) -> int | None:
+    raw = os.environ.get(name, "").strip()
     if not raw:
         return None
     try:
@@ -71,17 +82,19 @@ def env_threads() -> int | None:
     except ValueError:
         value = -1
     if value < 0:
-        raise SpecError(f"{THREADS_ENV} must be a non-negative integer, got {raw!r}")
+        raise SpecError(f"{name} must be a non-negative integer, got {raw!r}")
     return value
 
 
-def resolve_threads(spec_threads: int | None, *, cores: int | None = None) -> int:
+def resolve_threads(
+    spec_threads: int | None, *, cores: int | None = None, sglang_compat: bool = False
+) -> int:
     """Pool size: the spec's ``threads``, else ``$SGLANG_MM_THREADS``, else ``min(8, cores)``
     (``cores`` defaults to `available_cores`); 0 means inline on the calling thread. The one
-    place a pool size is decided."""
+    place a pool size is decided (``sglang_compat``: see `env_threads`)."""
     if spec_threads is not None:
         return spec_threads
-    env = env_threads()
+    env = env_threads(sglang_compat=sglang_compat)
     if env is not None:
         return env
     return min(MAX_DEFAULT_THREADS, available_cores() if cores is None else max(1, cores))

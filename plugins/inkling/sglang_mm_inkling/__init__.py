@@ -15,6 +15,7 @@ from .api import (
     decode_patchify_batch,
     patchify_rgb,
     preprocess_images,
+    rescale_patchify_hash,
 )
 from .family import InklingFamily, patch_grid
 from .hf import spec_from_hf
@@ -28,5 +29,6 @@ __all__ = [
     "patch_grid",
     "patchify_rgb",
     "preprocess_images",
+    "rescale_patchify_hash",
     "spec_from_hf",
 ]

@@ -24,6 +24,15 @@ def process_rgb_compact(
     rescale_cap: int | None = None,
     threads: int = 1,
 ) -> tuple[int, int, int, int, npt.NDArray[np.uint8]]: ...
+def rescale_patchify_hash(
+    arr: npt.NDArray[np.uint8],
+    raw_bytes: _Data,
+    patch_size: int,
+    rescale_frac: float | None = None,
+    rescale_cap: int | None = None,
+    *,
+    threads: int,
+) -> tuple[int, int, _Bits, int]: ...
 def patchify_rgb(arr: npt.NDArray[np.uint8], patch_size: int, *, threads: int) -> _Bits: ...
 def decode_patchify(
     data: _Data,

@@ -30,6 +30,24 @@ def patchify_rgb(
     return _native.patchify_rgb(arr, patch_size, threads=_threads(threads))
 
 
+def rescale_patchify_hash(
+    arr: npt.NDArray[np.uint8],
+    raw_bytes: Data,
+    patch_size: int,
+    rescale_frac: float | None = None,
+    rescale_cap: int | None = None,
+    *,
+    threads: int | None = None,
+) -> tuple[int, int, Bits, int]:
+    """``(h, w, bits, hash)`` of an image the caller decoded itself (``arr``, RGB ``[h, w, 3]``
+    uint8): rescaled and cut as `decode_patchify` does, with the core content hash of its
+    encoded bytes ``raw_bytes``, so the hash is the one `preprocess_images` gives the same
+    source."""
+    return _native.rescale_patchify_hash(
+        arr, raw_bytes, patch_size, rescale_frac, rescale_cap, threads=_threads(threads)
+    )
+
+
 def decode_patchify(
     data: Data,
     patch_size: int,
@@ -72,4 +90,10 @@ def preprocess_images(
     )
 
 
-__all__ = ["decode_patchify", "decode_patchify_batch", "patchify_rgb", "preprocess_images"]
+__all__ = [
+    "decode_patchify",
+    "decode_patchify_batch",
+    "patchify_rgb",
+    "preprocess_images",
+    "rescale_patchify_hash",
+]

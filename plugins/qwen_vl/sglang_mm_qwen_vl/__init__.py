@@ -7,6 +7,7 @@ from sglang_mm_core.plugin import deprecated_aliases
 from .family import QwenVLFamily
 from .hf import spec_from_hf
 from .params import QWEN2_5_VL, QWEN2_VL, QWEN3_5, QWEN3_VL, QwenVLParams
+from .sizes import smart_resize
 
 # The names before the family and params names were made consistent (one release).
 if not TYPE_CHECKING:  # runtime only: type checkers report the old names as missing
@@ -25,5 +26,6 @@ __all__ = [
     "QWEN3_VL",
     "QwenVLFamily",
     "QwenVLParams",
+    "smart_resize",
     "spec_from_hf",
 ]

@@ -117,3 +117,24 @@ def test_tokens_for_dimensions_counts_merged_patches():
     assert q3.tokens_for_dimensions(1920, 1080) == (1088 // 16) * (1920 // 16) // 4
     sg = QwenVLFamily(QwenVLParams(smart_resize="sglang"))
     assert sg.tokens_for_dimensions(10, 1000) == (1008 // 14) * (28 // 14) // 4
+
+
+@pytest.mark.parametrize("variant", ["hf", "sglang"])
+def test_public_smart_resize_is_the_kernel_rule(variant):
+    """`sglang_mm_qwen_vl.smart_resize` gives what the family resizes to, for both rules."""
+    from sglang_mm_qwen_vl import smart_resize
+
+    want_of = {
+        "hf": lambda h, w: hf_smart(h, w, *Q2),
+        "sglang": lambda h, w: sglang_smart(h, w, *Q2),
+    }
+    fam = QwenVLFamily(QwenVLParams(smart_resize=variant))
+    for h, w in _sweep_sizes()[::7]:
+        want = want_of[variant](h, w)
+        if 0 in want:
+            with pytest.raises(KernelArgumentError):
+                smart_resize(h, w, *Q2, variant)
+            continue
+        assert smart_resize(h, w, *Q2, variant) == want, (h, w)
+        assert fam._kernel.target_size(h, w) == want, (h, w)
+    assert smart_resize(480, 640, *Q2) == (476, 644)  # the default is HF's rule

@@ -1,5 +1,6 @@
 //! `sglang_mm_inkling._native`: the Inkling kernel and the original `inkling` module's API
-//! (`preprocess_images`, `decode_patchify`, `decode_patchify_batch`, `patchify_rgb`). Every
+//! (`preprocess_images`, `decode_patchify`, `decode_patchify_batch`, `patchify_rgb`,
+//! `rescale_patchify_hash`). Every
 //! call that touches pixels releases the GIL; batches fan out through `mm_kernels::Par` and
 //! keep input order.
 
@@ -140,6 +141,35 @@ fn process_rgb<'py>(
     Ok((p.height, p.width, p.nph, p.npw, bits_array(py, p.bits)))
 }
 
+/// `rescale_patchify_hash(arr, raw_bytes, patch_size, rescale_frac=None, rescale_cap=None,
+/// *, threads) -> (h, w, bits, hash)`: `process_rgb` on an image the caller decoded itself,
+/// plus the content hash of its encoded bytes `raw_bytes` (so the hash names the source, not
+/// the pixels), both with the GIL released.
+#[pyfunction]
+#[pyo3(signature = (arr, raw_bytes, patch_size, rescale_frac=None, rescale_cap=None, *, threads))]
+fn rescale_patchify_hash<'py>(
+    py: Python<'py>,
+    arr: PyReadonlyArray3<'py, u8>,
+    raw_bytes: &Bound<'py, PyAny>,
+    patch_size: i64,
+    rescale_frac: Option<f64>,
+    rescale_cap: Option<i64>,
+    threads: i64,
+) -> PyResult<(usize, usize, Bound<'py, PyArray1<u16>>, u64)> {
+    let args = args(py, patch_size, rescale_frac, rescale_cap)?;
+    let view = rgb_view(&arr).map_err(|e| to_pyerr(py, e))?;
+    let bytes = bytes_snapshot(raw_bytes)?;
+    let raw = bytes.as_bytes();
+    let par = par_for(py, threads)?;
+    let (p, h) = py
+        .detach(|| {
+            let h = hash::content_hash(raw);
+            kernel::process_rgb(view, &args, tables(), &par).map(|p| (p, h))
+        })
+        .map_err(|e| to_pyerr(py, e))?;
+    Ok((p.height, p.width, bits_array(py, p.bits), h))
+}
+
 /// `(h, w, nph, npw, codes)` of one image in the compact form.
 type Codes<'py> = (usize, usize, usize, usize, Bound<'py, PyArray1<u8>>);
 
@@ -262,6 +292,7 @@ fn bf16_tables(py: Python<'_>) -> PyResult<Bound<'_, PyArray2<u16>>> {
 fn sglang_mm_inkling_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(process_rgb, m)?)?;
     m.add_function(wrap_pyfunction!(process_rgb_compact, m)?)?;
+    m.add_function(wrap_pyfunction!(rescale_patchify_hash, m)?)?;
     m.add_function(wrap_pyfunction!(patchify_rgb, m)?)?;
     m.add_function(wrap_pyfunction!(decode_patchify, m)?)?;
     m.add_function(wrap_pyfunction!(decode_patchify_batch, m)?)?;
