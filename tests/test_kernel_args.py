@@ -44,3 +44,10 @@ def test_in_range_arguments_still_work() -> None:
     assert _native.image_dimensions(PNG_1x1, max_pixels=2**64 - 1) == (1, 1)
     assert _native.resize_rgb(np.zeros((2, 2, 3), np.uint8), 1, 1, threads=2).shape == (1, 1, 3)
     assert _native.scaled_dims(10, 10, 0.5, None) == _native.scaled_dims(10, 10, 0.5)
+
+
+@pytest.mark.parametrize("frac", [float("inf"), float("nan"), 0.0, -0.5])
+def test_scale_fraction_out_of_range_is_typed(frac: float) -> None:
+    # inf once gave (4294967295, 4294967295).
+    with pytest.raises(KernelArgumentError, match="frac must be a finite number > 0"):
+        _native.scaled_dims(10, 10, frac)

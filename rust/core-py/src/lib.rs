@@ -159,6 +159,10 @@ fn scaled_dims(
     let w = int_arg(py, w, "w", u32::MAX)?;
     let h = int_arg(py, h, "h", u32::MAX)?;
     let cap = opt_int_arg(py, cap, "cap", u32::MAX, None)?;
+    if !(frac.is_finite() && frac > 0.0) {
+        let msg = format!("frac must be a finite number > 0, got {frac}");
+        return Err(to_pyerr(py, KernelError::InvalidArgument(msg)));
+    }
     Ok(dims::scaled_dims(w, h, frac, cap))
 }
 
