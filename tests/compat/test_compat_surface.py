@@ -214,3 +214,19 @@ def test_bad_extension_thread_count_is_an_error_naming_it(monkeypatch: pytest.Mo
         _support.threads()
     with pytest.raises(ValueError, match="SGL_MM_RS_THREADS"):
         common.resize_rgb(photo(8, 8), 4, 4)
+
+
+def test_compat_errors_pickle_whole() -> None:
+    import pickle
+
+    from sglang_mm_core.compat.sglang import common
+    from sglang_mm_core.compat.sglang.errors import LimitValueError
+
+    try:
+        common.image_decode_rgb(b"not an image")
+    except ValueError as e:
+        err: Exception = e
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is type(err) and str(back) == str(err) and isinstance(back, ValueError)
+    limit = LimitValueError("over", limit="max_items", limit_value=1, value=2)
+    assert pickle.loads(pickle.dumps(limit)).fields == limit.fields
