@@ -61,16 +61,27 @@ def mrope_positions(
             )
         if s > prev_end + 1:
             text = s - prev_end - 1
-            pos[:, prev_end + 1 : s] = np.arange(cursor, cursor + text, dtype=np.int64)
+            pos[:, prev_end + 1 : s] = _counting(cursor, text)
             cursor += text
         np.add(_grid_pattern(t, h, w), cursor, out=pos[:, s : e + 1])
         cursor += max(t, h, w)
         prev_end = e
     if prev_end + 1 < length:
         text = length - prev_end - 1
-        pos[:, prev_end + 1 :] = np.arange(cursor, cursor + text, dtype=np.int64)
+        pos[:, prev_end + 1 :] = _counting(cursor, text)
         cursor += text
     return MRope(pos, cursor - length if length else 0)
+
+
+_COUNT: npt.NDArray[np.int64] = np.arange(1 << 12, dtype=np.int64)
+_COUNT.flags.writeable = False
+
+
+def _counting(start: int, n: int) -> npt.NDArray[np.int64]:
+    """``start, start + 1, ...`` (``n`` of them): a view of a shared range when it fits."""
+    if start + n <= len(_COUNT):
+        return _COUNT[start : start + n]
+    return np.arange(start, start + n, dtype=np.int64)
 
 
 #: Patterns of at most this many tokens are kept (every image of a fixed size shares one).
