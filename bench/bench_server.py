@@ -2,6 +2,8 @@
 
 1. images/s through the standalone server (a `sglang-mm serve` process, 2 workers) vs the
    in-process `Pipeline.process_batch`, on the same 1080p JPEGs (target: overhead <= 15%);
+   the same with compact answers (``?compact=1``, clients that do not expand) against the
+   in-process ``process_batch`` full and compact (``--compact-only`` runs just that);
 2. p50 / p99 latency at 1, 4 and 16 concurrent clients;
 3. images/s of multi-image requests (4 JPEGs of 1080p each, 2 workers, 2 clients), where the
    workers' items share the pipeline's one pool;
@@ -13,6 +15,7 @@ Qwen2-VL image is ~50 MB of float32 patches, so the transfer is part of what is 
 Rounds of the two sides alternate, and medians are reported, so a noisy neighbour hurts both.
 
     python bench/bench_server.py [--spec examples/qwen2_vl/spec.json] [--quick] [--multi-only]
+                                 [--compact-only]
 """
 
 from __future__ import annotations
@@ -112,8 +115,11 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q))
 
 
-def run_clients(url: str, reqs: list[MmInput], concurrency: int) -> tuple[float, list[float]]:
-    """Post ``reqs`` from ``concurrency`` clients; wall time and per-request latencies."""
+def run_clients(
+    url: str, reqs: list[MmInput], concurrency: int, compact: bool = False
+) -> tuple[float, list[float]]:
+    """Post ``reqs`` from ``concurrency`` clients; wall time and per-request latencies.
+    ``compact``: ask for compact answers, kept as they come (not expanded)."""
     latencies: list[float] = []
     lock = threading.Lock()
     shards = [reqs[k::concurrency] for k in range(concurrency)]
@@ -122,7 +128,7 @@ def run_clients(url: str, reqs: list[MmInput], concurrency: int) -> tuple[float,
         with Client(url) as c:
             for r in mine:
                 t = time.perf_counter()
-                out = c.preprocess(r)
+                out = c.preprocess(r, compact=compact)
                 dt = time.perf_counter() - t
                 assert len(out.items) == len(r.images)
                 with lock:
@@ -181,7 +187,12 @@ def _recv_exact(sock: socket.socket, view: memoryview) -> None:
 
 
 def bench_throughput(
-    spec: dict[str, Any], images: list[bytes], rounds: int, per_round: int
+    spec: dict[str, Any],
+    images: list[bytes],
+    rounds: int,
+    per_round: int,
+    compact: bool = False,
+    latency: bool = True,
 ) -> None:
     pipe = pipeline_from_spec(spec)
     prompt = list(pipe.family.example_prompt(1))
@@ -192,11 +203,14 @@ def bench_throughput(
         f"1080p JPEG -> feature {list(out.items[0].feature.shape)} float32 "
         f"({nbytes / 1e6:.1f} MB per image)"
     )
+    if compact:
+        nbytes = pipe.process(reqs[0], compact=True).items[0].feature.nbytes
+        print(f"            compact answers: {nbytes / 1e6:.2f} MB per image, not expanded")
     srv = ServerProcess(spec, workers=2)  # the server gives each worker cores // 2 threads
     try:
-        run_clients(srv.url, reqs[:4], 2)  # warm-up
+        run_clients(srv.url, reqs[:4], 2, compact)  # warm-up
         pipe.process_batch(reqs[:4])
-        inproc, server, cpu_in, cpu_srv, cpu_cli = [], [], [], [], []
+        inproc, inproc_c, server, cpu_in, cpu_srv, cpu_cli = [], [], [], [], [], []
         for _ in range(rounds):
             c0, t = os.times(), time.perf_counter()
             for s in range(0, len(reqs), 8):
@@ -204,8 +218,14 @@ def bench_throughput(
             inproc.append(len(reqs) / (time.perf_counter() - t))
             c1 = os.times()
             cpu_in.append((c1.user - c0.user + c1.system - c0.system) / len(reqs))
+            if compact:  # the in-process compact side too, interleaved the same way
+                t = time.perf_counter()
+                for s in range(0, len(reqs), 8):
+                    pipe.process_batch(reqs[s : s + 8], compact=True)
+                inproc_c.append(len(reqs) / (time.perf_counter() - t))
+                c1 = os.times()
             s0 = proc_cpu(srv.proc.pid)
-            wall, _ = run_clients(srv.url, reqs, 4)
+            wall, _ = run_clients(srv.url, reqs, 4, compact)
             c2 = os.times()
             server.append(len(reqs) / wall)
             cpu_srv.append((proc_cpu(srv.proc.pid) - s0) / len(reqs))
@@ -213,9 +233,10 @@ def bench_throughput(
         a, b = statistics.median(inproc), statistics.median(server)
         ci, cs, cc = (statistics.median(x) * 1e3 for x in (cpu_in, cpu_srv, cpu_cli))
         floor = loopback_transfer_cpu(nbytes) * 1e3
+        answers = "compact answers" if compact else "full answers"
         print(
             f"throughput  in-process process_batch (threads={pipe.threads}): {a:6.2f} images/s"
-            f"   server (2 workers, 4 clients): {b:6.2f} images/s"
+            f"   server (2 workers, 4 clients, {answers}): {b:6.2f} images/s"
         )
         print(
             f"            server overhead, wall clock (clients on the same cores): "
@@ -223,6 +244,13 @@ def bench_throughput(
         )
         rin, rsv = [round(x, 2) for x in inproc], [round(x, 2) for x in server]
         print(f"            rounds: in-process {rin}, server {rsv}")
+        if compact:
+            ac = statistics.median(inproc_c)
+            print(
+                f"            in-process process_batch(compact=True): {ac:6.2f} images/s; "
+                f"server overhead against it {(ac / b - 1) * 100:5.1f}%  "
+                f"(rounds {[round(x, 2) for x in inproc_c]})"
+            )
         print(
             f"cpu/image   in-process {ci:6.1f} ms   server process {cs:6.1f} ms "
             f"(+{(cs / ci - 1) * 100:.0f}%)   clients {cc:6.1f} ms"
@@ -232,6 +260,8 @@ def bench_throughput(
             f"into a fresh buffer costs {floor:.1f} ms CPU"
         )
 
+        if not latency:
+            return
         print("latency     (one 1080p JPEG per request)")
         t = time.perf_counter()
         for r in reqs[:6]:
@@ -339,6 +369,9 @@ def main() -> None:
         help="also run with params.max_pixels set to this (0: skip)",
     )
     ap.add_argument("--multi-only", action="store_true", help="only the multi-image bench")
+    ap.add_argument(
+        "--compact-only", action="store_true", help="only the throughput with compact answers"
+    )
     ap.add_argument("--clients", type=int, default=2, help="clients of the multi-image bench")
     args = ap.parse_args()
     spec = json.loads(Path(args.spec).read_text())
@@ -352,11 +385,17 @@ def main() -> None:
     if args.multi_only:
         bench_multi(budget, images, rounds, clients=args.clients)
         return
+    if args.compact_only:
+        print(f"\n== compact answers (max_pixels {spec['params'].get('max_pixels')})")
+        bench_throughput(spec, images, rounds, per_round, compact=True, latency=False)
+        return
     print(f"\n== the spec as given (max_pixels {spec['params'].get('max_pixels')})")
     bench_throughput(spec, images, rounds, per_round)
     if args.budget_pixels:
         print(f"\n== the same with a serving pixel budget (max_pixels {args.budget_pixels})")
         bench_throughput(budget, images, rounds, per_round)
+    print(f"\n== compact answers (max_pixels {spec['params'].get('max_pixels')})")
+    bench_throughput(spec, images, rounds, per_round, compact=True, latency=False)
     print(f"\n== multi-image requests (max_pixels {budget['params']['max_pixels']})")
     bench_multi(budget, images, rounds)
     print()

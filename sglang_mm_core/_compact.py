@@ -116,6 +116,8 @@ class CompactTensor:
                 assert self.pad is not None
                 got = np.where(mask, self.pad[c], got)
             values[sel] = got
+        if self.repeats == 1:  # nothing to repeat: the fresh (writable) values themselves
+            return Tensor(values.reshape(self.shape), self.dtype)
         full = np.broadcast_to(values, _with(v, self.repeat_axis, self.repeats))
         out = full.reshape(self.shape)
         if not out.flags.c_contiguous and 0 not in out.strides:

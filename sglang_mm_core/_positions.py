@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -42,32 +43,65 @@ def mrope_positions(
     """MRoPE for images only (algorithm: docs/families/qwen_vl.md). ``grids`` are the *merged* grids
     ``(t, h, w)`` in tokens, one per item; item ``k`` occupies ``offsets[k]`` (inclusive).
 
-    Vectorised: every token starts at its index plus the shift that the images before it
-    introduced; each image block then gets its own ``(t, h, w)`` pattern on top of its base."""
+    One pass in token order with a running position: a text run takes the next positions on
+    all three rows; an image block takes its ``(t, h, w)`` pattern on top of the running
+    position, which then moves on by ``max(t, h, w)``. The last running position is
+    ``max(positions) + 1``, so ``delta`` needs no reduction. A few numpy calls per segment:
+    this runs under the GIL for every request."""
     if len(offsets) != len(grids):
         raise LayoutError(f"{len(offsets)} offset pair(s) but {len(grids)} grid(s)")
-    shift = np.zeros(length + 1, dtype=np.int64)
-    blocks: list[tuple[int, int, tuple[int, int, int]]] = []
+    pos = np.empty((3, length), dtype=np.int64)
     prev_end = -1
+    cursor = 0  # the position the next token starts from
     for (s, e), (t, h, w) in sorted(zip(offsets, grids, strict=True)):
         n = t * h * w
         if not (prev_end < s <= e < length) or e - s + 1 != n:
             raise LayoutError(
                 f"image tokens [{s}, {e}] do not fit a grid of {t}x{h}x{w} in {length} token(s)"
             )
-        shift[e + 1] += max(t, h, w) - n
-        blocks.append((s, e, (t, h, w)))
+        if s > prev_end + 1:
+            text = s - prev_end - 1
+            pos[:, prev_end + 1 : s] = _counting(cursor, text)
+            cursor += text
+        np.add(_grid_pattern(t, h, w), cursor, out=pos[:, s : e + 1])
+        cursor += max(t, h, w)
         prev_end = e
-    shift = np.cumsum(shift[:length])
-    pos = np.broadcast_to(np.arange(length, dtype=np.int64) + shift, (3, length)).copy()
-    for s, e, (t, h, w) in blocks:
-        base = s + int(shift[s])
-        ti, hi, wi = np.indices((t, h, w), dtype=np.int64).reshape(3, -1)
-        pos[0, s : e + 1] = base + ti
-        pos[1, s : e + 1] = base + hi
-        pos[2, s : e + 1] = base + wi
-    delta = int(pos.max()) + 1 - length if length else 0
-    return MRope(pos, delta)
+    if prev_end + 1 < length:
+        text = length - prev_end - 1
+        pos[:, prev_end + 1 :] = _counting(cursor, text)
+        cursor += text
+    return MRope(pos, cursor - length if length else 0)
+
+
+_COUNT: npt.NDArray[np.int64] = np.arange(1 << 12, dtype=np.int64)
+_COUNT.flags.writeable = False
+
+
+def _counting(start: int, n: int) -> npt.NDArray[np.int64]:
+    """``start, start + 1, ...`` (``n`` of them): a view of a shared range when it fits."""
+    if start + n <= len(_COUNT):
+        return _COUNT[start : start + n]
+    return np.arange(start, start + n, dtype=np.int64)
+
+
+#: Patterns of at most this many tokens are kept (every image of a fixed size shares one).
+_PATTERN_CACHE_TOKENS = 1 << 12
+
+
+def _grid_pattern(t: int, h: int, w: int) -> npt.NDArray[np.int64]:
+    """``[3, t*h*w]``: the (t, h, w) index of every token of a block, row-major (read-only)."""
+    if t * h * w <= _PATTERN_CACHE_TOKENS:
+        return _cached_pattern(t, h, w)
+    return _pattern(t, h, w)
+
+
+def _pattern(t: int, h: int, w: int) -> npt.NDArray[np.int64]:
+    out = np.indices((t, h, w), dtype=np.int64).reshape(3, -1)
+    out.flags.writeable = False
+    return out
+
+
+_cached_pattern = functools.lru_cache(maxsize=64)(_pattern)
 
 
 __all__ = ["MRope", "Rope1D", "mrope_positions"]

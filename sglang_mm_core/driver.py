@@ -12,9 +12,8 @@ import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -173,14 +172,22 @@ class Par:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
+_CURRENT_SCOPE: Callable[[], CancelScope | None] | None = None
+
+
 def _current_scope() -> CancelScope | None:
-    from .fetch.cancel import current_scope  # the fetch package loads with the first fetch
+    """The calling context's cancel scope (the fetch package loads with the first fetch, and
+    is imported here once, not on every request)."""
+    global _CURRENT_SCOPE
+    if _CURRENT_SCOPE is None:
+        from .fetch.cancel import current_scope
 
-    return current_scope()
+        _CURRENT_SCOPE = current_scope
+    return _CURRENT_SCOPE()
 
 
-@dataclass(frozen=True)
-class _Job:
+class _Job(NamedTuple):
+    # A tuple, not a dataclass: one is built per item on the hot path.
     request: int
     item: int
     data: bytes | bytearray | memoryview
@@ -192,8 +199,7 @@ class _Job:
     scope: CancelScope | None = None
 
 
-@dataclass(frozen=True)
-class _Done:
+class _Done(NamedTuple):
     hash: int
     processed: ProcessedItem
 
@@ -207,7 +213,7 @@ def _as_ids(input_ids: Any) -> npt.NDArray[np.int64]:
     ids = np.asarray(input_ids)
     if ids.size == 0:
         raise MmRequestError("input_ids is empty: a request needs at least one prompt token")
-    if ids.ndim != 1 or not (np.issubdtype(ids.dtype, np.integer)):
+    if ids.ndim != 1 or ids.dtype.kind not in "iu":  # numpy's integer kinds (not bool)
         raise MmRequestError(
             f"input_ids must be a flat sequence of integers, got {ids.dtype} of shape {ids.shape}"
         )
@@ -257,6 +263,20 @@ class Pipeline:
                 f"family {spec.family.name!r} could not be built from its params: "
                 f"{type(e).__name__}: {e}"
             ) from e
+        # Per-spec decisions, taken once here rather than on every request (the hot path
+        # reads plain attributes, no pydantic model walks).
+        s = spec.spec
+        self._decode_kw: dict[str, Any] = {
+            "alpha": s.decode.alpha or "white",
+            "exif_orientation": bool(s.decode.exif_orientation),
+            "max_pixels": s.limits.max_image_pixels,
+            "max_side": s.limits.max_image_side,
+        }
+        self._max_items = s.limits.max_items
+        fam = self.family
+        self._offers_compact = bool(fam.offers_compact)
+        self._needs_images = bool(fam.requires_images)
+        self._takes_images = "image" in fam.capabilities
 
     # -- lifecycle -------------------------------------------------------------------------
     @property
@@ -287,11 +307,37 @@ class Pipeline:
     # -- public API ------------------------------------------------------------------------
     def process(self, request: MmInput, *, compact: bool = False) -> MmOutput:
         """One request in, one model-ready output out, or one `MmError` (nothing partial).
-        ``compact=True``: each item's feature is a `CompactTensor` (see `process_batch`)."""
-        out = self.process_batch([request], return_exceptions=True, compact=compact)[0]
-        if isinstance(out, MmError):
-            raise out
-        return out
+        ``compact=True``: each item's feature is a `CompactTensor` (see `process_batch`).
+
+        The same steps as a batch of one, without the batch's bookkeeping (this path is the
+        per-request GIL time of a server or an engine's scheduler)."""
+        if compact and not self._offers_compact:
+            raise self._no_compact()
+        ids = self._check(request)
+        got = self._fetch(request)
+        done: list[_Done] = []
+        if got:
+            kthreads = self.par.kernel_threads(len(got))
+            scope = _current_scope()
+            jobs = [
+                _Job(0, k, data, kind, kthreads, compact, scope)
+                for k, (data, kind) in enumerate(got)
+            ]
+            if len(jobs) == 1:
+                res = self._run_item(jobs[0])
+                if isinstance(res, MmError):
+                    raise res
+                done.append(res)
+            else:
+                handles = self.par.submit(self._run_item, jobs)
+                for i, handle in enumerate(handles):
+                    res = handle.result()
+                    if isinstance(res, MmError):
+                        for rest in handles[i + 1 :]:
+                            rest.cancel()
+                        raise res
+                    done.append(res)
+        return self._finish(request, ids, done)
 
     def process_batch(
         self,
@@ -311,49 +357,51 @@ class Pipeline:
         tables, ``expand()`` bit-identical to the full feature); it needs a family that
         offers it (``Family.offers_compact``), else the call fails with an `MmRequestError`
         before any work."""
-        if compact and not self.family.offers_compact:
-            raise MmRequestError(
-                f"family {self.family.name!r} does not offer the compact form (compact=True)"
-            )
+        if compact and not self._offers_compact:
+            raise self._no_compact()
         ids: list[npt.NDArray[np.int64] | None] = []
         failed: dict[int, MmError] = {}
-        fetched: list[list[tuple[bytes | bytearray | memoryview, str]]] = []
+        sources: list[tuple[int, int, bytes | bytearray | memoryview, str]] = []
         for r, req in enumerate(requests):
             try:
                 req_ids = self._check(req)
-                sources = self._fetch(req)
+                got = self._fetch(req)
             except MmError as e:
                 failed[r] = e
-                req_ids, sources = None, []
-            ids.append(req_ids)
-            fetched.append(sources)
-        n_items = sum(len(f) for f in fetched)
-        kthreads = self.par.kernel_threads(n_items)
-        scope = _current_scope() if n_items else None
-        jobs = [
-            _Job(r, k, data, kind, kthreads, compact, scope)
-            for r, items in enumerate(fetched)
-            for k, (data, kind) in enumerate(items)
-        ]
-        handles = self.par.submit(self._run_item, jobs)
-        done: list[list[_Done]] = [[] for _ in requests]
-        for job, handle in zip(jobs, handles, strict=True):
-            if job.request in failed:
-                handle.cancel()
+                ids.append(None)
                 continue
-            res = handle.result()
+            ids.append(req_ids)
+            for k, (data, kind) in enumerate(got):
+                sources.append((r, k, data, kind))
+        kthreads = self.par.kernel_threads(len(sources))
+        scope = _current_scope() if sources else None
+        jobs = [_Job(r, k, data, kind, kthreads, compact, scope) for r, k, data, kind in sources]
+        done: list[list[_Done]] = [[] for _ in requests]
+        if len(jobs) == 1:  # nothing to fan out: run it here, no hand-off
+            res = self._run_item(jobs[0])
             if isinstance(res, MmError):
-                failed[job.request] = res
+                failed[jobs[0].request] = res
             else:
-                done[job.request].append(res)
+                done[jobs[0].request].append(res)
+        elif jobs:
+            handles = self.par.submit(self._run_item, jobs)
+            for job, handle in zip(jobs, handles, strict=True):
+                if job.request in failed:
+                    handle.cancel()
+                    continue
+                res = handle.result()
+                if isinstance(res, MmError):
+                    failed[job.request] = res
+                else:
+                    done[job.request].append(res)
         results: list[MmOutput | MmError] = []
         for r, req in enumerate(requests):
             err = failed.get(r)
             if err is None:
-                req_ids = ids[r]
-                assert req_ids is not None
+                these = ids[r]
+                assert these is not None
                 try:
-                    results.append(self._finish(req, req_ids, done[r]))
+                    results.append(self._finish(req, these, done[r]))
                     continue
                 except MmError as e:
                     err = e
@@ -361,6 +409,11 @@ class Pipeline:
                 raise err
             results.append(err)
         return results
+
+    def _no_compact(self) -> MmRequestError:
+        return MmRequestError(
+            f"family {self.family.name!r} does not offer the compact form (compact=True)"
+        )
 
     def cache_stats(self) -> CacheStats | None:
         """Hit, miss, wait and eviction counters of the feature cache (None without one)."""
@@ -407,16 +460,16 @@ class Pipeline:
             )
         n = len(request.images)
         fam = self.family
-        if n == 0 and fam.requires_images:
+        if n == 0 and self._needs_images:
             raise MmRequestError(
                 f"request without image sources: family {fam.name!r} needs at least one image"
             )
-        if n and "image" not in fam.capabilities:
+        if n and not self._takes_images:
             raise UnsupportedModalityError(
                 f"family {fam.name!r} does not accept images (it accepts: "
                 f"{', '.join(sorted(fam.capabilities)) or 'nothing'})"
             )
-        max_items = self.spec.spec.limits.max_items
+        max_items = self._max_items
         if n > max_items:
             raise LimitError(
                 f"request has {n} image(s), over limits.max_items = {max_items}",
@@ -429,11 +482,8 @@ class Pipeline:
     def _fetch(self, request: MmInput) -> list[tuple[bytes | bytearray | memoryview, str]]:
         if not request.images:
             return []
-        from .fetch import fetch_all
-
-        got = fetch_all(
-            list(request.images), policy=self.spec.spec.fetch, limits=self.spec.spec.limits
-        )
+        spec = self.spec.spec
+        got = _fetch_all()(list(request.images), policy=spec.fetch, limits=spec.limits)
         return [(f.data, f.kind) for f in got]
 
     def _run_item(self, job: _Job) -> _Done | MmError:
@@ -448,7 +498,7 @@ class Pipeline:
             hexd = _native.blake3_hex(job.data)
             # `content_hash` is the digest's first 8 bytes, big-endian: one pass gives both.
             digest = int(hexd[:16], 16)
-            stored = self.family.offers_compact
+            stored = self._offers_compact
             got, _ = self.cache.get_or_compute(
                 (self.spec_fingerprint, hexd), lambda: self._compute(job.data, stored, job)
             )
@@ -463,14 +513,7 @@ class Pipeline:
     def _compute(
         self, data: bytes | bytearray | memoryview, compact: bool, job: _Job
     ) -> ProcessedItem:
-        spec = self.spec.spec
-        image = _native.image_decode_rgb(
-            data,
-            alpha=spec.decode.alpha or "white",
-            exif_orientation=bool(spec.decode.exif_orientation),
-            max_pixels=spec.limits.max_image_pixels,
-            max_side=spec.limits.max_image_side,
-        )
+        image = _native.image_decode_rgb(data, **self._decode_kw)
         run = self.family.process_item_compact if compact else self.family.process_item
         try:
             processed = run(image, threads=job.threads)
@@ -492,26 +535,37 @@ class Pipeline:
     ) -> MmOutput:
         fam = self.family
         geometries = [d.processed.geometry for d in done]
-        layout = self._call(fam.layout, ids, geometries)
+        try:
+            layout = fam.layout(ids, geometries)
+        except MmError:
+            raise
+        except Exception as e:
+            raise _plugin_error(fam, "layout", e) from e
         if not isinstance(layout, TokenLayout):
             raise PluginError(
                 f"family {fam.name!r}: layout returned {type(layout).__name__}, not a TokenLayout"
             )
         expanded = apply_layout(ids, layout, len(done))
         items: list[MmItem] = []
-        for k, (d, (s, e)) in enumerate(zip(done, expanded.offsets, strict=True)):
-            tokens = self._call(fam.tokens_for, d.processed.geometry)
-            if e - s + 1 != tokens:
-                raise PluginError(
-                    f"family {fam.name!r}: layout gives image {k} {e - s + 1} token(s) but "
-                    f"tokens_for says {tokens}"
-                )
-            p = d.processed
-            items.append(MmItem(p.feature, p.aux, d.hash, p.geometry, tokens))
-        length = len(expanded.input_ids)
-        positions = self._call(
-            fam.positions, length, expanded.offsets, geometries, expanded.input_ids
-        )
+        tokens_for = fam.tokens_for
+        hook = "tokens_for"  # the hook named if a plugin bug surfaces
+        try:
+            for k, (d, (first, last)) in enumerate(zip(done, expanded.offsets, strict=True)):
+                p = d.processed
+                tokens = tokens_for(p.geometry)
+                if last - first + 1 != tokens:
+                    raise PluginError(
+                        f"family {fam.name!r}: layout gives image {k} {last - first + 1} "
+                        f"token(s) but tokens_for says {tokens}"
+                    )
+                items.append(MmItem(p.feature, p.aux, d.hash, p.geometry, tokens))
+            length = len(expanded.input_ids)
+            hook = "positions"
+            positions = fam.positions(length, expanded.offsets, geometries, expanded.input_ids)
+        except MmError:
+            raise
+        except Exception as e:
+            raise _plugin_error(fam, hook, e) from e
         _check_positions(fam, positions, length)
         return MmOutput(
             input_ids=expanded.input_ids,
@@ -531,6 +585,19 @@ class _Failed(Exception):
     def __init__(self, error: MmError) -> None:
         super().__init__(str(error))
         self.error = error
+
+
+_FETCH_ALL: Callable[..., Any] | None = None
+
+
+def _fetch_all() -> Callable[..., Any]:
+    """`fetch.fetch_all`, imported on first use (the fetch stack is not needed before)."""
+    global _FETCH_ALL
+    if _FETCH_ALL is None:
+        from .fetch import fetch_all
+
+        _FETCH_ALL = fetch_all
+    return _FETCH_ALL
 
 
 def _expanded(item: ProcessedItem) -> ProcessedItem:

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from .._family import Family
 from ..registry import Registry
-from .checks import ALL_CHECKS, Check, checks_for
+from .checks import ALL_CHECKS, Check, checks_for, process_item_and_compact
 from .images import encode_png, generated_image
 from .target import ConformanceTarget, installed_targets
 
@@ -78,4 +78,5 @@ __all__ = [
     "installed_targets",
     "iter_checks",
     "parametrize_with_checks",
+    "process_item_and_compact",
 ]

@@ -337,6 +337,23 @@ def check_compact_expands(target: ConformanceTarget) -> None:
     _expect(_same_output(a, b), "pipeline compact=True differs from the full output")
 
 
+def process_item_and_compact(
+    family: Family, image: npt.NDArray[np.uint8], *, threads: int = 1
+) -> ProcessedItem:
+    """``family.process_item(image)``, after asserting that ``process_item_compact`` of the same
+    image is a `CompactTensor` that expands to it bit for bit, with the same aux and geometry.
+    A parity test that compares this result with its reference then proves the compact form
+    against that reference too."""
+    full = family.process_item(image, threads=threads)
+    compact = family.process_item_compact(image, threads=threads)
+    _expect(
+        isinstance(compact, ProcessedItem) and isinstance(compact.feature, CompactTensor),
+        "process_item_compact did not give a CompactTensor feature",
+    )
+    _expect(_same_item(full, compact), "the compact form does not expand to process_item's")
+    return full
+
+
 def _pattern_len(pattern: Repeat | Explicit) -> int:
     return pattern.count if isinstance(pattern, Repeat) else len(pattern.ids)
 
@@ -530,4 +547,10 @@ def _declares_rejected_sizes(target: ConformanceTarget) -> bool:
         return True
 
 
-__all__ = ["ALL_CHECKS", "Check", "checks_for", *[c.__name__ for c in ALL_CHECKS]]
+__all__ = [
+    "ALL_CHECKS",
+    "Check",
+    "checks_for",
+    "process_item_and_compact",
+    *[c.__name__ for c in ALL_CHECKS],
+]

@@ -14,7 +14,12 @@ Parked requests are handed over in the order they were accepted (``order="arriva
 default): a request still processing (a slow URL) holds back the finished ones accepted after
 it, while one that failed, timed out or lost its client is skipped. ``order="completion"``
 hands them over as they finish instead, so a slow request never stalls the host; a host that
-schedules out of order anyway may prefer it."""
+schedules out of order anyway may prefer it.
+
+``compact=True`` parks each item's feature in the compact form (`CompactTensor`: uint8 codes
+plus per-channel tables, 4-8x smaller) for a family that offers it; the host expands it where
+the feature is used (``feature.torch(device)``: one gather on the GPU), bit-identical to the
+full feature."""
 
 from __future__ import annotations
 
@@ -38,7 +43,7 @@ from .config import (
     server_threads,
 )
 from .cores import partition_cores, pin_current_thread
-from .engine import Engine
+from .engine import Engine, Ticket
 from .errors import Answer, LaunchError, error_answer
 from .ingress import bind, check_cores, parse_addr, uvicorn_server
 from .ring import IngressBatch
@@ -57,6 +62,18 @@ _EXTRA_SETTINGS = {
     "keep_alive_s",
     "shutdown_s",
 }
+
+
+class _HostEngine(Engine):
+    """The engine of embedded mode: what ``/v1/submit`` parks follows the host's ``compact``
+    choice (the standalone endpoints keep their own ``?compact=`` query)."""
+
+    park_compact = False
+
+    def submit(self, ticket: Ticket) -> Answer | None:
+        if ticket.kind == "submit":
+            ticket.compact = self.park_compact
+        return super().submit(ticket)
 
 
 class MmServer:
@@ -86,6 +103,7 @@ class MmServer:
         order: Order = "arrival",
         registry: Registry | None = None,
         log_level: str = "warning",
+        compact: bool = False,
         **settings: Any,
     ) -> MmServer:
         """Start the workers and the ingress; returns once the port is bound and serving.
@@ -95,6 +113,7 @@ class MmServer:
         and then narrows the calling thread to ``launch_cores``; ``"auto"`` is
         ``partition_cores()``. ``order``: ``"arrival"`` hands parked requests to the host in
         the order they were accepted, ``"completion"`` in the order they finished processing.
+        ``compact``: park features in the compact form (the family must offer it).
         ``settings``: the other `ServerConfig` fields (``max_json_bytes``,
         ``header_timeout_s``, ``max_header_bytes``, ``keep_alive_s``, ``shutdown_s``).
         A setting that cannot be honoured raises `LaunchError` naming it; a bad spec raises
@@ -132,11 +151,17 @@ class MmServer:
         )
         config.validate()
         resolved = server_spec(spec, registry=registry, threads=server_threads(server_cores))
+        if not isinstance(compact, bool):
+            raise LaunchError(f"compact must be True or False, got {compact!r}")
+        if compact and not resolved.family.offers_compact:
+            raise LaunchError(
+                f"compact=True: family {resolved.family.name!r} does not offer the compact form"
+            )
         host, port = parse_addr(http_addr)
         sock = bind(host, port)
         self = object.__new__(cls)
         try:
-            self._start(resolved, config, sock, server_cores, registry, log_level)
+            self._start(resolved, config, sock, server_cores, registry, log_level, compact)
         except BaseException:
             sock.close()
             raise
@@ -152,10 +177,12 @@ class MmServer:
         server_cores: Cores | None,
         registry: Registry | None,
         log_level: str,
+        compact: bool = False,
     ) -> None:
         self.host, self.port = sock.getsockname()[:2]
         self.server_cores = server_cores
-        self.engine = Engine(resolved, config, server_cores=server_cores)
+        self.engine = _HostEngine(resolved, config, server_cores=server_cores)
+        self.engine.park_compact = compact
         self.engine.build()
         app = create_app(self.engine, families_of(registry), embedded=True)
         self._server = uvicorn_server(app, log_level=log_level, settings=config)

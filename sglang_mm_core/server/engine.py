@@ -152,7 +152,11 @@ class Engine:
         self._closing = False  # shutdown begun: nothing new parks
         self._stopping = False  # workers exit once the queue is empty
         self.failed: BaseException | None = None  # pipeline build failure
-        self.metrics = Metrics(lambda: len(self._queue), lambda: self._parked_n)
+        self.metrics = Metrics(
+            lambda: len(self._queue),
+            lambda: self._parked_n,
+            lambda: None if self.pipeline is None else self.pipeline.cache_stats(),
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
     def build(self) -> None:

@@ -3,10 +3,14 @@ one process (tests, a host embedding two) never share or clash on counters."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.registry import Collector
+
+from .._cache import CacheStats
 
 LATENCY_BUCKETS = (
     0.001,
@@ -26,14 +30,51 @@ LATENCY_BUCKETS = (
 )
 
 
+class CacheCollector(Collector):
+    """The feature cache's counters, read from `Pipeline.cache_stats` at each scrape (the cache
+    keeps them under its own lock; nothing is counted twice). Nothing is exported while there
+    is no cache (no ``cache`` in the spec, or the pipeline not built yet)."""
+
+    def __init__(self, stats: Callable[[], CacheStats | None]) -> None:
+        self._stats = stats
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())  # the families exist only with a cache: nothing to declare up front
+
+    def collect(self) -> Iterator[Metric]:
+        s = self._stats()
+        if s is None:
+            return
+        for name, doc, value in (
+            ("hits", "Items served from a stored entry (no decode).", s.hits),
+            ("misses", "Items not in the cache, computed once.", s.misses),
+            ("waits", "Items that waited for a concurrent miss of theirs.", s.waits),
+            ("evictions", "Entries dropped to stay under max_bytes.", s.evictions),
+        ):
+            yield CounterMetricFamily(f"sglang_mm_cache_{name}", doc, value=value)
+        for name, doc, value in (
+            ("bytes", "Bytes the cache holds (features and aux).", s.bytes),
+            ("entries", "Entries the cache holds now.", s.entries),
+            ("max_bytes", "The cache's byte bound (spec cache.max_bytes).", s.max_bytes),
+        ):
+            yield GaugeMetricFamily(f"sglang_mm_cache_{name}", doc, value=value)
+
+
 class Metrics:
-    """Requests and errors by kind, latency, queue depth, images processed."""
+    """Requests and errors by kind, latency, queue depth, images processed, and the feature
+    cache's counters (``cache_stats``: the pipeline's, None while there is none)."""
 
     content_type = CONTENT_TYPE_LATEST
 
-    def __init__(self, queue_depth: Callable[[], int], parked: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        queue_depth: Callable[[], int],
+        parked: Callable[[], int],
+        cache_stats: Callable[[], CacheStats | None] = lambda: None,
+    ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
+        r.register(CacheCollector(cache_stats))
         self.requests = Counter(
             "sglang_mm_requests",
             "HTTP requests answered, by endpoint and status code.",
@@ -74,4 +115,4 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-__all__ = ["Metrics"]
+__all__ = ["CacheCollector", "Metrics"]

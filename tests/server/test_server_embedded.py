@@ -197,3 +197,14 @@ def test_wait_ingress_releases_the_gil(launch: Any) -> None:
         stop.set()
         t.join()
     assert during > 10_000  # the other thread ran freely while the host waited
+
+
+def test_compact_parking_needs_a_family_that_offers_it(launch: Any) -> None:
+    """The toy family has no compact form: asking to park it is refused at launch, naming the
+    family, before anything is bound; a non-bool is refused too."""
+    from sglang_mm_core.server import LaunchError
+
+    with pytest.raises(LaunchError, match="family 'toy' does not offer the compact form"):
+        launch(compact=True)
+    with pytest.raises(LaunchError, match="compact must be True or False"):
+        launch(compact="yes")

@@ -9,3 +9,10 @@ def process(
     resample: str,
     threads: int = 1,
 ) -> npt.NDArray[np.float32]: ...
+def process_compact(
+    image: npt.NDArray[np.uint8],
+    rects: npt.NDArray[np.int64],
+    size: int,
+    resample: str,
+    threads: int = 1,
+) -> npt.NDArray[np.uint8]: ...

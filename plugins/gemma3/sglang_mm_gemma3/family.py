@@ -77,6 +77,9 @@ class Gemma3Family(mm.Family):
     decode_defaults: ClassVar[mm.DecodeDefaults] = mm.DecodeDefaults(
         alpha="white", exif_orientation=True
     )
+    # Both backends resize uint8 pixels, then rescale + normalize each sample on its own: a
+    # per-channel table on uint8, so the compact form is exact.
+    offers_compact: ClassVar[bool] = True
 
     def __init__(self, params: mm.FamilyParams) -> None:
         if not isinstance(params, Gemma3Params):
@@ -94,13 +97,40 @@ class Gemma3Family(mm.Family):
     def process_item(self, image: npt.NDArray[np.uint8], *, threads: int = 1) -> mm.ProcessedItem:
         p = self.p
         img = mm.as_rgb(image)
-        h, w = img.shape[:2]
-        rects = np.asarray(self._rects(w, h), dtype=np.int64)
+        rects = self._rect_array(img)
         values = _native.process(img, rects, p.size, self._table, p.resample, threads)
-        crops = len(rects) - 1
+        return self._item(mm.Tensor(values, "float32"), len(rects) - 1)
+
+    def process_item_compact(
+        self, image: npt.NDArray[np.uint8], *, threads: int = 1
+    ) -> mm.ProcessedItem:
+        """`process_item` with the feature as codes ``[crops + 1, 3, 1, size, size]`` plus the
+        float32 normalize table, straight from the kernel."""
+        p = self.p
+        img = mm.as_rgb(image)
+        rects = self._rect_array(img)
+        codes = _native.process_compact(img, rects, p.size, p.resample, threads)
+        n = len(rects)
+        feature = mm.CompactTensor(
+            codes=codes.reshape(n, 3, 1, p.size, p.size),
+            luts=self._table,
+            dtype="float32",
+            shape=(n, 3, p.size, p.size),
+            channel_axis=1,
+            repeat_axis=2,
+            repeats=1,
+        )
+        return self._item(feature, n - 1)
+
+    def _rect_array(self, img: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
+        h, w = img.shape[:2]
+        return np.asarray(self._rects(w, h), dtype=np.int64)
+
+    def _item(self, feature: mm.Tensor | mm.CompactTensor, crops: int) -> mm.ProcessedItem:
+        p = self.p
         side = math.isqrt(p.mm_tokens_per_image)
         return mm.ProcessedItem(
-            feature=mm.Tensor(values, "float32"),
+            feature=feature,
             aux={"num_crops": mm.Tensor(np.array([crops], dtype=np.int64), "int64")},
             geometry=mm.Geometry(p.size, p.size, (crops + 1, side, side)),
         )

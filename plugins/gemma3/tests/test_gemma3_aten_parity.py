@@ -14,6 +14,8 @@ import pytest
 from _gemma3_corpus import SAMPLES, make_input
 from sglang_mm_gemma3 import Gemma3Family, Gemma3Params
 
+from sglang_mm_core.conformance import process_item_and_compact
+
 GOLDENS = json.loads((Path(__file__).parent / "fixtures" / "aten_goldens.json").read_text())
 PAS = {"do_pan_and_scan": True, "pan_and_scan_prefix_ids": [1], "pan_and_scan_infix_ids": [1]}
 
@@ -35,7 +37,7 @@ def test_torchvision_golden(case: dict[str, Any]) -> None:
     assert _sha256(arr) == case["input_sha256"], "corpus input changed: rerun gen_goldens.py"
     extra = PAS if case["pan_and_scan"] else {}
     fam = Gemma3Family(Gemma3Params(resample="aten_u8", **extra))  # type: ignore[arg-type]
-    item = fam.process_item(arr, threads=2)
+    item = process_item_and_compact(fam, arr, threads=2)
     got = item.feature.array
     assert list(got.shape) == case["pixel_values_shape"]
     assert item.aux["num_crops"].array.tolist() == case["num_crops"]

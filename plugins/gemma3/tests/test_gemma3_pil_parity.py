@@ -14,12 +14,13 @@ from PIL import Image
 from sglang_mm_gemma3 import Gemma3Family, Gemma3Params, pan_and_scan_rects
 
 import sglang_mm_core as mm
+from sglang_mm_core.conformance import process_item_and_compact
 
 
 def _assert_same(image: Image.Image, pan_and_scan: bool, threads: int = 1) -> int:
     want = hf_pil(pan_and_scan)(image, return_tensors="np")
     fam = Gemma3Family(Gemma3Params(**_pas_params(pan_and_scan)))
-    item = fam.process_item(np.asarray(image.convert("RGB")), threads=threads)
+    item = process_item_and_compact(fam, np.asarray(image.convert("RGB")), threads=threads)
     got = item.feature.array
     assert got.shape == want["pixel_values"].shape and got.dtype == np.float32
     np.testing.assert_array_equal(as_bits(got), as_bits(want["pixel_values"]))

@@ -24,5 +24,14 @@ class Processor:
         threads: int = 1,
     ) -> npt.NDArray[np.float32]:
         """``pixel_values [cols * rows + thumbnail, 3, T, T]``; releases the GIL."""
+    def process_compact(
+        self,
+        image: npt.NDArray[np.uint8],
+        cols: int,
+        rows: int,
+        thumbnail: bool,
+        threads: int = 1,
+    ) -> npt.NDArray[np.uint8]:
+        """uint8 codes ``[cols * rows + thumbnail, 3, T, T]`` (values ``table()[c][code]``)."""
     def table(self) -> npt.NDArray[np.float32]:
         """The normalize table ``[3, 256]``: ``table[c, v]`` for sample ``v`` of channel ``c``."""

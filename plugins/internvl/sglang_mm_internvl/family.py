@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sglang_mm_core.plugin import (
+    CompactTensor,
     DecodeDefaults,
     Explicit,
     Family,
@@ -42,6 +43,9 @@ class InternVLFamily(Family):
     # drops alpha): its specs set decode {"alpha": "drop", "exif_orientation": false}.
     decode_defaults: ClassVar[DecodeDefaults] = DecodeDefaults(alpha="white", exif_orientation=True)
     requires_images: ClassVar[bool] = False
+    # Both backends resize to uint8 tiles, then rescale + normalize each sample on its own: a
+    # per-channel table on uint8, so the compact form is exact.
+    offers_compact: ClassVar[bool] = True
 
     def __init__(self, params: FamilyParams | dict[str, Any] | None = None) -> None:
         if not isinstance(params, InternVLParams):
@@ -56,6 +60,7 @@ class InternVLFamily(Family):
             resample=params.resample,
             pil_pass_order=params.pil_pass_order,
         )
+        self._table = self._kernel.table()
 
     # -- tiles --------------------------------------------------------------------------------
 
@@ -77,16 +82,38 @@ class InternVLFamily(Family):
     def normalize_table(self) -> npt.NDArray[np.float32]:
         """``[3, 256]``: the float32 every uint8 sample of each channel becomes (the values are
         a function of the resized uint8 pixels only, so a compact uint8 form can carry them)."""
-        return self._kernel.table()
+        return self._table.copy()
 
     def process_item(self, image: npt.NDArray[np.uint8], *, threads: int = 1) -> ProcessedItem:
         rgb = as_rgb(image)
-        h, w = int(rgb.shape[0]), int(rgb.shape[1])
-        t = self.tiling(w, h)
+        t = self.tiling(int(rgb.shape[1]), int(rgb.shape[0]))
         values = self._kernel.process(rgb, t.cols, t.rows, t.thumbnail, threads)
+        return self._item(Tensor(values, "float32"), t)
+
+    def process_item_compact(
+        self, image: npt.NDArray[np.uint8], *, threads: int = 1
+    ) -> ProcessedItem:
+        """`process_item` with the feature as codes ``[tiles, 3, 1, T, T]`` plus the float32
+        normalize table, straight from the kernel (the tiles are never normalized here)."""
+        rgb = as_rgb(image)
+        t = self.tiling(int(rgb.shape[1]), int(rgb.shape[0]))
+        codes = self._kernel.process_compact(rgb, t.cols, t.rows, t.thumbnail, threads)
+        n, _, size, _ = codes.shape
+        feature = CompactTensor(
+            codes=codes.reshape(n, 3, 1, size, size),
+            luts=self._table,
+            dtype="float32",
+            shape=(n, 3, size, size),
+            channel_axis=1,
+            repeat_axis=2,
+            repeats=1,
+        )
+        return self._item(feature, t)
+
+    def _item(self, feature: Tensor | CompactTensor, t: Tiling) -> ProcessedItem:
         size = self.p.tile_size
         return ProcessedItem(
-            feature=Tensor(values, "float32"),
+            feature=feature,
             aux={"num_patches": Tensor(np.array([t.tiles], dtype=np.int64), "int64")},
             geometry=Geometry(
                 t.rows * size, t.cols * size, (t.rows, t.cols, int(t.thumbnail), size)

@@ -16,6 +16,8 @@ import pytest
 from _internvl_refs import as_bits, gradient, noise, photo
 from sglang_mm_internvl import InternVLFamily, InternVLParams
 
+from sglang_mm_core.conformance import process_item_and_compact
+
 FIXTURES = Path(__file__).parent / "fixtures"
 ATEN = json.loads((FIXTURES / "aten_goldens.json").read_text())
 ATEN_ARRAYS = np.load(FIXTURES / "aten_goldens.npz")
@@ -65,7 +67,7 @@ def test_torchvision_golden(case):
     arr = _input(case, ATEN_ARRAYS)
     assert _sha256(arr) == case["input_sha256"], "corpus input changed: rerun gen_goldens.py"
     fam = InternVLFamily(InternVLParams(**ATEN["params"][case["params"]], resample="aten_u8"))
-    item = fam.process_item(arr)
+    item = process_item_and_compact(fam, arr)
     assert item.aux["num_patches"].array.tolist() == case["num_patches"]
     _compare(item.feature.array, case, ATEN_ARRAYS)
 
@@ -80,7 +82,7 @@ def test_model_card_golden(case):
         min_patches=case["min_patches"],
         max_patches=case["max_patches"],
     )
-    _compare(InternVLFamily(params).process_item(arr).feature.array, case, CARD_ARRAYS)
+    _compare(process_item_and_compact(InternVLFamily(params), arr).feature.array, case, CARD_ARRAYS)
 
 
 def test_backends_differ_where_the_references_do():

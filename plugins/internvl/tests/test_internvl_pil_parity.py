@@ -21,6 +21,8 @@ from _internvl_refs import (
 )
 from sglang_mm_internvl import InternVLFamily, InternVLParams
 
+from sglang_mm_core.conformance import process_item_and_compact
+
 
 def family(**kw) -> InternVLFamily:
     return InternVLFamily(InternVLParams(resample="pil", **kw))
@@ -28,7 +30,7 @@ def family(**kw) -> InternVLFamily:
 
 def check(fam: InternVLFamily, image, ref) -> None:
     want, want_patches = hf_reference(ref, image)
-    item = fam.process_item(np.asarray(image))
+    item = process_item_and_compact(fam, np.asarray(image))
     got = item.feature.array
     assert got.shape == want.shape, (got.shape, want.shape)
     np.testing.assert_array_equal(as_bits(got), as_bits(want))
@@ -135,6 +137,6 @@ def test_model_card_mode(kind, src, kw):
     image = photo(src) if kind == "photo" else noise(*src, seed=3)
     fam = family(tiling="model_card", **kw)
     want = model_card_tiles(image, 448, kw.get("min_patches", 1), kw.get("max_patches", 12))
-    item = fam.process_item(np.asarray(image))
+    item = process_item_and_compact(fam, np.asarray(image))
     np.testing.assert_array_equal(as_bits(item.feature.array), as_bits(want))
     assert item.aux["num_patches"].array.tolist() == [want.shape[0]]

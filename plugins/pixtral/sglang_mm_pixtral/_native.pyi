@@ -16,6 +16,11 @@ def process(
 ) -> npt.NDArray[np.float32]:
     """float32 ``[3, height, width]``; releases the GIL."""
 
+def process_compact(
+    image: npt.NDArray[np.uint8], height: int, width: int, resample: str, threads: int = 1
+) -> npt.NDArray[np.uint8]:
+    """uint8 codes ``[3, height, width]`` (values ``normalize_table()[c][code]``)."""
+
 def normalize_table(
     image_mean: tuple[float, float, float], image_std: tuple[float, float, float], resample: str
 ) -> npt.NDArray[np.float32]:

@@ -61,12 +61,16 @@ class PixtralFamily(mm.Family):
     decode_defaults: ClassVar[mm.DecodeDefaults] = mm.DecodeDefaults(
         alpha="white", exif_orientation=True
     )
+    # Both backends resize uint8 pixels, then rescale + normalize each sample on its own: a
+    # per-channel table on uint8, so the compact form is exact.
+    offers_compact: ClassVar[bool] = True
 
     def __init__(self, params: mm.FamilyParams) -> None:
         if not isinstance(params, PixtralParams):
             params = PixtralParams.model_validate(params.model_dump())
         super().__init__(params)
         self.p: PixtralParams = params
+        self._table = _native.normalize_table(params.image_mean, params.image_std, params.resample)
 
     # -- geometry ---------------------------------------------------------------------------
     def target_size(self, height: int, width: int) -> tuple[int, int]:
@@ -90,9 +94,34 @@ class PixtralFamily(mm.Family):
         values = _native.process(
             np.ascontiguousarray(image), h, w, p.image_mean, p.image_std, p.resample, threads
         )
+        return self._item(mm.Tensor(values, "float32"), h, w, rows, cols)
+
+    def process_item_compact(
+        self, image: npt.NDArray[np.uint8], *, threads: int = 1
+    ) -> mm.ProcessedItem:
+        """`process_item` with the feature as codes ``[3, 1, H, W]`` plus the float32 normalize
+        table, straight from the kernel."""
+        image = mm.as_rgb(image)
+        h, w, rows, cols = self._grid(image.shape[1], image.shape[0])
+        codes = _native.process_compact(np.ascontiguousarray(image), h, w, self.p.resample, threads)
+        feature = mm.CompactTensor(
+            codes=codes.reshape(3, 1, h, w),
+            luts=self._table,
+            dtype="float32",
+            shape=(3, h, w),
+            channel_axis=0,
+            repeat_axis=1,
+            repeats=1,
+        )
+        return self._item(feature, h, w, rows, cols)
+
+    def _item(
+        self, feature: mm.Tensor | mm.CompactTensor, h: int, w: int, rows: int, cols: int
+    ) -> mm.ProcessedItem:
+        p = self.p
         ids = np.asarray(self._ids(rows, cols), dtype=np.int64)
         return mm.ProcessedItem(
-            feature=mm.Tensor(values, "float32"),
+            feature=feature,
             aux={
                 "image_sizes": mm.Tensor(np.array([h, w], dtype=np.int64), "int64"),
                 "content_mask": mm.Tensor((ids == p.image_token_id).astype(np.uint8), "uint8"),
@@ -102,10 +131,8 @@ class PixtralFamily(mm.Family):
 
     def normalize_table(self) -> npt.NDArray[np.float32]:
         """``[3, 256]``: the float32 each byte value of each channel becomes. The feature is
-        exactly ``table[c][resized_u8]``, so a compact form (uint8 pixels plus this table) can
-        be added without changing a bit."""
-        p = self.p
-        return _native.normalize_table(p.image_mean, p.image_std, p.resample)
+        exactly ``table[c][resized_u8]``, which is what its compact form carries."""
+        return self._table.copy()
 
     # -- layout -----------------------------------------------------------------------------
     def _ids(self, rows: int, cols: int) -> tuple[int, ...]:

@@ -16,6 +16,7 @@ import pytest
 from _pixtral_refs import IMG, MODELS, TEXT, as_bits, gradient, noise, photo
 from sglang_mm_pixtral import PixtralFamily, PixtralParams
 
+from sglang_mm_core.conformance import process_item_and_compact
 from sglang_mm_core.plugin import apply_layout
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -53,7 +54,7 @@ def test_torchvision_golden(case: dict[str, Any]) -> None:
     arr = _input(case)
     assert _sha256(arr) == case["input_sha256"], "corpus input changed: rerun gen_goldens.py"
     fam = PixtralFamily(PixtralParams(**MODELS[case["model"]][0], resample="aten_u8"))
-    item = fam.process_item(arr)
+    item = process_item_and_compact(fam, arr)
     got = item.feature.array
     assert list(got.shape) == case["pixel_values_shape"]
     np.testing.assert_array_equal(item.aux["image_sizes"].array, case["image_sizes"])

@@ -11,6 +11,7 @@ from _pixtral_refs import MODELS, PHOTOS, as_bits, gradient, hf_pil, hf_pil_proc
 from PIL import Image
 from sglang_mm_pixtral import PixtralFamily, PixtralParams, target_size
 
+from sglang_mm_core.conformance import process_item_and_compact
 from sglang_mm_core.plugin import KernelArgumentError
 
 
@@ -21,7 +22,7 @@ def _family(model: str, **extra: object) -> PixtralFamily:
 def _check(fam: PixtralFamily, processor: object, images: list[Image.Image]) -> None:
     refs, sizes = hf_pil(processor, images)
     for k, im in enumerate(images):
-        item = fam.process_item(np.asarray(im))
+        item = process_item_and_compact(fam, np.asarray(im))
         assert item.feature.dtype == "float32"
         assert item.feature.shape == refs[k].shape, (im.size, item.feature.shape, refs[k].shape)
         np.testing.assert_array_equal(as_bits(item.feature.array), as_bits(refs[k]))

@@ -142,25 +142,22 @@ class QwenVLFamily(Family):
             self._check_markers(np.asarray(input_ids, dtype=np.int64))
 
     def _check_markers(self, ids: npt.NDArray[np.int64]) -> None:
-        """Each placeholder must be exactly ``vision_start, image, vision_end``."""
+        """Each placeholder must be exactly ``vision_start, image, vision_end``. A loop over
+        the placeholders (one per image, at most ``limits.max_items``), not a dozen numpy
+        calls: this runs under the GIL on every request."""
         p = self.p
-        where = np.flatnonzero(ids == p.image_token_id)
-        if len(where) == 0:
-            return
-        before = np.full(len(where), -1, dtype=np.int64)
-        after = np.full(len(where), -1, dtype=np.int64)
-        has_before = where > 0
-        has_after = where < len(ids) - 1
-        before[has_before] = ids[where[has_before] - 1]
-        after[has_after] = ids[where[has_after] + 1]
-        bad = np.flatnonzero((before != p.vision_start_token_id) | (after != p.vision_end_token_id))
-        if len(bad):
-            k = int(bad[0])
-            raise LayoutError(
-                f"image placeholder {k} (token {int(where[k])}, id {p.image_token_id}) is not "
-                f"between vision_start_token_id {p.vision_start_token_id} and "
-                f"vision_end_token_id {p.vision_end_token_id}"
-            )
+        where = (ids == p.image_token_id).nonzero()[0].tolist()
+        last = len(ids) - 1
+        start, end = p.vision_start_token_id, p.vision_end_token_id
+        for k, i in enumerate(where):
+            before = int(ids[i - 1]) if i > 0 else -1
+            after = int(ids[i + 1]) if i < last else -1
+            if before != start or after != end:
+                raise LayoutError(
+                    f"image placeholder {k} (token {i}, id {p.image_token_id}) is not "
+                    f"between vision_start_token_id {start} and "
+                    f"vision_end_token_id {end}"
+                )
 
     def positions(
         self,

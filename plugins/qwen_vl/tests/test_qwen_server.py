@@ -194,3 +194,52 @@ def test_compact_answers_expand_to_the_full_ones(
     conn.close()
     assert all(isinstance(it.feature, CompactTensor) for it in by_accept.items)
     assert all(a.feature == b.feature for a, b in zip(by_accept.items, got.items, strict=True))
+
+
+def test_embedded_parks_compact_features_when_the_host_asks(
+    pipe: Pipeline, images: dict[str, bytes]
+) -> None:
+    """``MmServer.launch(..., compact=True)``: what ``/v1/submit`` parks carries compact
+    features, and each expands to the in-process full feature bit for bit."""
+    import base64
+    from concurrent.futures import ThreadPoolExecutor
+
+    import requests
+
+    from sglang_mm_core import CompactTensor
+
+    names = ["coffee.jpg", "chelsea.png"]
+    want = pipe.process(_request(pipe, images, names, rid="c1"))
+    doc = {
+        "rid": "c1",
+        "input_ids": list(pipe.family.example_prompt(len(names))),
+        "images": [base64.b64encode(images[n]).decode() for n in names],
+    }
+    with MmServer.launch(SPEC, "127.0.0.1:0", workers=1, compact=True) as srv:
+        with ThreadPoolExecutor(1) as pool:
+            fut = pool.submit(
+                requests.post, srv.url + "/v1/submit", data=json.dumps(doc), timeout=60
+            )
+            assert srv.wait_ingress(30_000)
+            batch = srv.drain(8)
+            assert batch.rids == ["c1"]
+            got = batch.output(0)
+            assert srv.push_result("c1", b"done", "text/plain")
+            assert fut.result().content == b"done"
+    assert all(isinstance(it.feature, CompactTensor) for it in got.items)
+    assert sum(it.feature.nbytes for it in got.items) * 7 <= sum(
+        it.feature.array.nbytes for it in want.items
+    ) + 7 * 3072 * len(names)
+    full = [
+        type(it)(it.feature.expand(), it.aux, it.hash, it.geometry, it.tokens) for it in got.items
+    ]
+    expanded = MmOutput(
+        got.input_ids,
+        full,
+        got.offsets,
+        got.positions,
+        got.family,
+        got.spec_fingerprint,
+        got.rid,
+    )
+    assert_same_output(expanded, want)

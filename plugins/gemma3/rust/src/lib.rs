@@ -5,8 +5,9 @@
 //! `pil_bilinear` (Pillow 13) or `aten_u8_bilinear` (torchvision uint8) resampler, row-parallel
 //! through the core's `Par` seam, then a per-channel 256-entry float32 table written straight
 //! into channel-major order. The table is built by the caller with the reference's own float
-//! arithmetic, so the lookup is bit-exact with it; being a table on uint8 it is also what a
-//! compact (uint8 + table) feature would carry.
+//! arithmetic, so the lookup is bit-exact with it; being a table on uint8 it is also what the
+//! compact (uint8 + table) feature carries: `process_compact` writes the resized samples in the
+//! same order instead.
 
 use mm_kernels::resize::{PassOrder, Resample, ResizePlan};
 use mm_kernels::{KernelError, Par, RgbView};
@@ -43,17 +44,44 @@ fn cut<'a, 'b: 'a>(
     RgbView::new(w, h, buf)
 }
 
-/// Every rectangle resized to `size²`, normalized through `lut`, as `[n, 3, size, size]`.
-fn process_rects(
+/// What one resized uint8 sample of channel `c` becomes in the output: a float32 through
+/// the normalize table, or (the compact form) the sample itself as its code.
+trait Encode: Sync {
+    type Out: Copy + Default;
+    fn encode(&self, c: usize, v: u8) -> Self::Out;
+}
+
+impl Encode for [[f32; 256]; 3] {
+    type Out = f32;
+    #[inline(always)]
+    fn encode(&self, c: usize, v: u8) -> f32 {
+        self[c][usize::from(v)]
+    }
+}
+
+/// The compact form's encoding: each sample is its own code.
+struct Codes;
+
+impl Encode for Codes {
+    type Out = u8;
+    #[inline(always)]
+    fn encode(&self, _c: usize, v: u8) -> u8 {
+        v
+    }
+}
+
+/// Every rectangle resized to `size²`, each sample written through `enc`, as
+/// `[n, 3, size, size]` (channel-major).
+fn process_rects<E: Encode>(
     src: RgbView<'_>,
     rects: &[Rect],
     size: usize,
     resample: Resample,
-    lut: &[[f32; 256]; 3],
+    enc: &E,
     par: &Par,
-) -> Result<Vec<f32>, KernelError> {
+) -> Result<Vec<E::Out>, KernelError> {
     let plane = size * size;
-    let mut out = vec![0f32; rects.len() * 3 * plane];
+    let mut out = vec![E::Out::default(); rects.len() * 3 * plane];
     let mut buf = Vec::new();
     for (rect, dst) in rects.iter().zip(out.chunks_exact_mut(3 * plane)) {
         let view = cut(src, *rect, &mut buf)?;
@@ -69,9 +97,9 @@ fn process_rects(
         let (r, rest) = dst.split_at_mut(plane);
         let (g, b) = rest.split_at_mut(plane);
         for (i, px) in resized.data.chunks_exact(3).enumerate() {
-            r[i] = lut[0][usize::from(px[0])];
-            g[i] = lut[1][usize::from(px[1])];
-            b[i] = lut[2][usize::from(px[2])];
+            r[i] = enc.encode(0, px[0]);
+            g[i] = enc.encode(1, px[1]);
+            b[i] = enc.encode(2, px[2]);
         }
     }
     Ok(out)
@@ -85,6 +113,27 @@ fn parse_resample(name: &str) -> Result<Resample, KernelError> {
             "unknown resample {other:?} (expected pil or aten_u8)"
         ))),
     }
+}
+
+/// `rects` (`[n, 4]` int64 of `(x, y, w, h)`, n >= 1) as crop rectangles.
+fn parse_rects(rects: &PyReadonlyArray2<'_, i64>) -> Result<Vec<Rect>, KernelError> {
+    let bad = |what: &str| KernelError::InvalidArgument(what.to_string());
+    let r = rects
+        .as_slice()
+        .map_err(|_| bad("rects must be C-contiguous"))?;
+    if rects.shape().len() != 2 || rects.shape()[1] != 4 || r.is_empty() {
+        return Err(bad("rects must have shape [n, 4] with n >= 1"));
+    }
+    let mut list = Vec::with_capacity(r.len() / 4);
+    for q in r.chunks_exact(4) {
+        let v: Vec<usize> = q
+            .iter()
+            .map(|&v| usize::try_from(v))
+            .collect::<Result<_, _>>()
+            .map_err(|_| bad("crop rectangles must be non-negative"))?;
+        list.push((v[0], v[1], v[2], v[3]));
+    }
+    Ok(list)
 }
 
 /// `process(image, rects, size, table, resample, threads=1) -> float32 [n, 3, size, size]`:
@@ -114,21 +163,7 @@ fn process<'py>(
     for (c, row) in lut.iter_mut().enumerate() {
         row.copy_from_slice(&t[c * 256..][..256]);
     }
-    let r = rects
-        .as_slice()
-        .map_err(|_| bad("rects must be C-contiguous"))?;
-    if rects.shape().len() != 2 || rects.shape()[1] != 4 || r.is_empty() {
-        return Err(bad("rects must have shape [n, 4] with n >= 1"));
-    }
-    let mut list = Vec::with_capacity(r.len() / 4);
-    for q in r.chunks_exact(4) {
-        let v: Vec<usize> = q
-            .iter()
-            .map(|&v| usize::try_from(v))
-            .collect::<Result<_, _>>()
-            .map_err(|_| bad("crop rectangles must be non-negative"))?;
-        list.push((v[0], v[1], v[2], v[3]));
-    }
+    let list = parse_rects(&rects).map_err(err)?;
     let par = Par::new(threads);
     let n = list.len();
     let values = py
@@ -137,9 +172,34 @@ fn process<'py>(
     array_from_vec(py, values, &[n, 3, size, size])
 }
 
+/// `process_compact(image, rects, size, resample, threads=1) -> uint8 [n, 3, size, size]`: the
+/// compact form of `process` (its values are `table[c][code]`); the GIL is released.
+#[pyfunction]
+#[pyo3(signature = (image, rects, size, resample, threads=1))]
+fn process_compact<'py>(
+    py: Python<'py>,
+    image: PyReadonlyArray3<'py, u8>,
+    rects: PyReadonlyArray2<'py, i64>,
+    size: usize,
+    resample: &str,
+    threads: usize,
+) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
+    let err = |e| to_pyerr(py, e);
+    let view = rgb_view(&image).map_err(err)?;
+    let resample = parse_resample(resample).map_err(err)?;
+    let list = parse_rects(&rects).map_err(err)?;
+    let par = Par::new(threads);
+    let n = list.len();
+    let codes = py
+        .detach(|| process_rects(view, &list, size, resample, &Codes, &par))
+        .map_err(err)?;
+    array_from_vec(py, codes, &[n, 3, size, size])
+}
+
 #[pymodule(name = "_native")]
 fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(process, m)?)?;
+    m.add_function(wrap_pyfunction!(process_compact, m)?)?;
     Ok(())
 }
 
@@ -161,6 +221,32 @@ mod tests {
             (usize::MAX, 0, 2, 1),
         ] {
             assert!(cut(src, rect, &mut buf).is_err(), "{rect:?}");
+        }
+    }
+
+    /// The codes looked up in the table are the values, for both resamplers, whole and cropped.
+    #[test]
+    fn codes_through_the_table_are_the_values() {
+        let data: Vec<u8> = (0..53 * 29 * 3).map(|i| (i * 29 % 253) as u8).collect();
+        let src = RgbView::new(53, 29, &data).unwrap();
+        let mut lut = [[0f32; 256]; 3];
+        for (c, row) in lut.iter_mut().enumerate() {
+            for (v, slot) in row.iter_mut().enumerate() {
+                *slot = (v as f32 - 100.0) / (c as f32 + 7.0);
+            }
+        }
+        let rects = [(0, 0, 53, 29), (10, 3, 30, 26)];
+        for resample in [Resample::PilBilinear, Resample::AtenU8Bilinear] {
+            let par = Par::new(2);
+            let values = process_rects(src, &rects, 16, resample, &lut, &par).unwrap();
+            let codes = process_rects(src, &rects, 16, resample, &Codes, &par).unwrap();
+            let plane = 16 * 16;
+            let looked_up: Vec<f32> = codes
+                .chunks_exact(plane)
+                .enumerate()
+                .flat_map(|(i, p)| p.iter().map(move |&v| lut[i % 3][usize::from(v)]))
+                .collect();
+            assert!(looked_up == values, "{resample:?}");
         }
     }
 }

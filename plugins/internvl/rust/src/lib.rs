@@ -91,6 +91,38 @@ impl Processor {
         array_from_vec(py, values, &[tiling.tiles(), 3, t, t])
     }
 
+    /// The compact form of `process`: uint8 codes `[cols * rows + thumbnail, 3, T, T]` whose
+    /// `table()[c][code]` are its values.
+    #[pyo3(signature = (image, cols, rows, thumbnail, threads=1))]
+    fn process_compact<'py>(
+        &self,
+        py: Python<'py>,
+        image: PyReadonlyArray3<'py, u8>,
+        cols: usize,
+        rows: usize,
+        thumbnail: bool,
+        threads: usize,
+    ) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
+        let view = rgb_view(&image).map_err(|e| to_pyerr(py, e))?;
+        let tiling = Tiling {
+            cols,
+            rows,
+            thumbnail,
+        };
+        let settings = Settings {
+            tile: self.tile,
+            resample: self.resample,
+            order: self.order,
+            table: &self.table,
+        };
+        let par = Par::new(threads);
+        let codes = py
+            .detach(|| tiles::process_codes(view, tiling, &settings, &par))
+            .map_err(|e| to_pyerr(py, e))?;
+        let t = self.tile;
+        array_from_vec(py, codes, &[tiling.tiles(), 3, t, t])
+    }
+
     /// The normalize table `[3, 256]` float32: `table[c][v]` is sample `v` of channel `c`.
     fn table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
         let flat: Vec<f32> = self.table.iter().flatten().copied().collect();

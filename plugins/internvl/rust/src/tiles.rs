@@ -6,6 +6,10 @@
 //! `resize_rgb`), and each band is scattered into its tiles at once, so the resized canvas is
 //! never written out whole. Tile rows (and the thumbnail) are independent jobs, fanned out
 //! through the `par` seam; the result does not depend on the thread count.
+//!
+//! The same walk writes either the float32 values ([`process`], through the normalize table)
+//! or the compact form's uint8 codes ([`process_codes`], the resized samples themselves, in the
+//! same `[tiles, 3, T, T]` order): only the [`Encode`] of a sample differs.
 
 use std::sync::Mutex;
 
@@ -40,6 +44,33 @@ pub struct Settings<'a> {
     pub table: &'a Table,
 }
 
+/// What one resized uint8 sample of channel `c` becomes in the output.
+pub trait Encode: Sync {
+    /// The output element (`f32` values, or `u8` codes).
+    type Out: Copy + Default + Send;
+    /// Sample `v` of channel `c` (0, 1 or 2).
+    fn encode(&self, c: usize, v: u8) -> Self::Out;
+}
+
+impl Encode for Table {
+    type Out = f32;
+    #[inline(always)]
+    fn encode(&self, c: usize, v: u8) -> f32 {
+        self[c][usize::from(v)]
+    }
+}
+
+/// The compact form's encoding: each sample is its own code (the table is applied later).
+pub struct Codes;
+
+impl Encode for Codes {
+    type Out = u8;
+    #[inline(always)]
+    fn encode(&self, _c: usize, v: u8) -> u8 {
+        v
+    }
+}
+
 /// One independent piece of the output: tile row `row` of the canvas, or the thumbnail.
 enum Job {
     CanvasRow(usize),
@@ -48,6 +79,28 @@ enum Job {
 
 /// The `[tiles, 3, T, T]` values of `src` under `tiling`, row-major.
 pub fn process(src: RgbView<'_>, tiling: Tiling, s: &Settings<'_>, par: &Par) -> Result<Vec<f32>> {
+    encoded(src, tiling, s, s.table, par)
+}
+
+/// The compact form of [`process`]: the `[tiles, 3, T, T]` uint8 samples whose table lookups
+/// (`s.table[c][code]`) are exactly its values.
+pub fn process_codes(
+    src: RgbView<'_>,
+    tiling: Tiling,
+    s: &Settings<'_>,
+    par: &Par,
+) -> Result<Vec<u8>> {
+    encoded(src, tiling, s, &Codes, par)
+}
+
+/// [`process`] with each sample written through `enc`.
+fn encoded<E: Encode>(
+    src: RgbView<'_>,
+    tiling: Tiling,
+    s: &Settings<'_>,
+    enc: &E,
+    par: &Par,
+) -> Result<Vec<E::Out>> {
     let t = s.tile;
     if t == 0 || tiling.cols == 0 || tiling.rows == 0 {
         return Err(KernelError::InvalidArgument(format!(
@@ -73,11 +126,11 @@ pub fn process(src: RgbView<'_>, tiling: Tiling, s: &Settings<'_>, par: &Par) ->
     let plane = t * t;
     let tile_len = 3 * plane;
     let total = tiling.tiles().checked_mul(tile_len).ok_or_else(too_big)?;
-    let mut out = vec![0f32; total];
+    let mut out = vec![E::Out::default(); total];
 
     // Cut the output into one slice per job (disjoint), each locked once by its worker.
-    let mut jobs: Vec<(Job, Mutex<&mut [f32]>)> = Vec::with_capacity(tiling.rows + 1);
-    let mut rest: &mut [f32] = &mut out;
+    let mut jobs: Vec<(Job, Mutex<&mut [E::Out]>)> = Vec::with_capacity(tiling.rows + 1);
+    let mut rest: &mut [E::Out] = &mut out;
     for r in 0..tiling.rows {
         let (head, tail) = rest.split_at_mut(tiling.cols * tile_len);
         jobs.push((Job::CanvasRow(r), Mutex::new(head)));
@@ -91,11 +144,11 @@ pub fn process(src: RgbView<'_>, tiling: Tiling, s: &Settings<'_>, par: &Par) ->
         let mut guard = slot
             .lock()
             .map_err(|_| KernelError::InvalidArgument("a tile worker panicked".to_string()))?;
-        let dst: &mut [f32] = &mut guard;
+        let dst: &mut [E::Out] = &mut guard;
         match job {
-            Job::CanvasRow(r) => fill(src, &canvas, r * t, t, tiling.cols, s, dst),
+            Job::CanvasRow(r) => fill(src, &canvas, r * t, t, tiling.cols, enc, dst),
             Job::Thumbnail => match &thumb {
-                Some(plan) => fill(src, plan, 0, t, 1, s, dst),
+                Some(plan) => fill(src, plan, 0, t, 1, enc, dst),
                 None => Ok(()),
             },
         }
@@ -105,14 +158,14 @@ pub fn process(src: RgbView<'_>, tiling: Tiling, s: &Settings<'_>, par: &Par) ->
 }
 
 /// Resize output rows `y0..y0 + t` of `plan` and scatter them into `cols` tiles of `dst`.
-fn fill(
+fn fill<E: Encode>(
     src: RgbView<'_>,
     plan: &ResizePlan,
     y0: usize,
     t: usize,
     cols: usize,
-    s: &Settings<'_>,
-    dst: &mut [f32],
+    enc: &E,
+    dst: &mut [E::Out],
 ) -> Result<()> {
     let in_row = src.width * 3;
     let out_row = plan.out_w * 3;
@@ -128,7 +181,7 @@ fn fill(
         })?;
         plan.run_rows(input, y, y + n, &mut band, &mut scratch)?;
         for (k, row) in band.chunks_exact(out_row).enumerate() {
-            scatter_row(row, y - y0 + k, t, cols, s.table, dst);
+            scatter_row(row, y - y0 + k, t, cols, enc, dst);
         }
         y += n;
     }
@@ -138,9 +191,15 @@ fn fill(
 /// Row `yy` (within its tiles) of a canvas row: pixel `x` of tile column `c` goes to tile `c`,
 /// channel plane `ch`, at `[ch][yy][x % t]`. One pass over the pixels writes all three planes.
 #[inline]
-fn scatter_row(row: &[u8], yy: usize, t: usize, cols: usize, table: &Table, dst: &mut [f32]) {
+fn scatter_row<E: Encode>(
+    row: &[u8],
+    yy: usize,
+    t: usize,
+    cols: usize,
+    enc: &E,
+    dst: &mut [E::Out],
+) {
     let plane = t * t;
-    let [l0, l1, l2] = table;
     for (c, px) in row.chunks_exact(t * 3).take(cols).enumerate() {
         let tile = &mut dst[c * 3 * plane..(c + 1) * 3 * plane];
         let (p0, rest) = tile.split_at_mut(plane);
@@ -151,9 +210,9 @@ fn scatter_row(row: &[u8], yy: usize, t: usize, cols: usize, table: &Table, dst:
             .zip(p1[at.clone()].iter_mut())
             .zip(p2[at].iter_mut());
         for (((d0, d1), d2), p) in lanes.zip(px.chunks_exact(3)) {
-            *d0 = l0[usize::from(p[0])];
-            *d1 = l1[usize::from(p[1])];
-            *d2 = l2[usize::from(p[2])];
+            *d0 = enc.encode(0, p[0]);
+            *d1 = enc.encode(1, p[1]);
+            *d2 = enc.encode(2, p[2]);
         }
     }
 }
@@ -204,6 +263,10 @@ mod tests {
         out
     }
 
+    fn t_plane(s: &Settings<'_>) -> usize {
+        s.tile * s.tile
+    }
+
     /// Fused == resize, crop, normalize; for each resampler, pass order and thread count.
     #[test]
     fn fused_equals_crop_of_the_resize() {
@@ -236,6 +299,14 @@ mod tests {
                         for threads in [1, 3] {
                             let got = process(src, tiling, &s, &Par::new(threads)).unwrap();
                             assert!(got == want, "{w}x{h} {tiling:?} {resample:?} {order:?}");
+                            let codes = process_codes(src, tiling, &s, &Par::new(threads));
+                            let looked_up: Vec<f32> = codes
+                                .unwrap()
+                                .chunks_exact(t_plane(&s))
+                                .enumerate()
+                                .flat_map(|(i, pl)| pl.iter().map(move |&v| tab[i % 3][v as usize]))
+                                .collect();
+                            assert!(looked_up == want, "codes {w}x{h} {tiling:?} {resample:?}");
                         }
                     }
                 }

@@ -4,8 +4,8 @@
 //! torchvision's uint8 bicubic, row-parallel through the `Par` seam) to the size the Python
 //! side computed, then rescale + normalize through one 256-entry table per channel, written
 //! straight into channel-major (CHW) float32. A `u8` sample has only 256 possible results, so
-//! the table reproduces the reference's float arithmetic exactly; it is also the form a compact
-//! (uint8 + table) feature would ship.
+//! the table reproduces the reference's float arithmetic exactly; it is also what the compact
+//! (uint8 + table) feature ships: `process_compact` writes the resized samples instead.
 
 use mm_kernels::resize::{resize_rgb, PassOrder, Resample};
 use mm_kernels::{KernelError, Par, RgbView};
@@ -83,6 +83,28 @@ pub fn pixel_values(
     Ok(out)
 }
 
+/// The compact form of [`pixel_values`]: the resized samples as uint8 codes `[3, out_h, out_w]`
+/// (channel-major), whose `lut[c][code]` are its values.
+pub fn pixel_codes(
+    src: RgbView<'_>,
+    out_w: usize,
+    out_h: usize,
+    resample: Resample,
+    par: &Par,
+) -> Result<Vec<u8>, KernelError> {
+    let resized = resize_rgb(src, out_w, out_h, resample, PassOrder::Pillow13, par)?;
+    let plane = out_w * out_h;
+    let mut out = vec![0u8; 3 * plane];
+    let (r, rest) = out.split_at_mut(plane);
+    let (g, b) = rest.split_at_mut(plane);
+    for (i, px) in resized.data.chunks_exact(3).enumerate() {
+        r[i] = px[0];
+        g[i] = px[1];
+        b[i] = px[2];
+    }
+    Ok(out)
+}
+
 /// The normalize tables as a `[3, 256]` float32 array (what a compact feature would carry).
 #[pyfunction]
 #[pyo3(signature = (image_mean, image_std, resample))]
@@ -122,10 +144,32 @@ fn process<'py>(
     array_from_vec(py, values, &[3, height, width])
 }
 
+/// `process_compact(image, height, width, resample, threads=1)`: uint8 codes
+/// `[3, height, width]` (the compact form of `process`), the GIL released.
+#[pyfunction]
+#[pyo3(signature = (image, height, width, resample, threads=1))]
+fn process_compact<'py>(
+    py: Python<'py>,
+    image: PyReadonlyArray3<'py, u8>,
+    height: usize,
+    width: usize,
+    resample: &str,
+    threads: usize,
+) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
+    let view = rgb_view(&image).map_err(|e| to_pyerr(py, e))?;
+    let (_, filter) = Mode::parse(resample).map_err(|e| to_pyerr(py, e))?;
+    let par = Par::new(threads);
+    let codes = py
+        .detach(|| pixel_codes(view, width, height, filter, &par))
+        .map_err(|e| to_pyerr(py, e))?;
+    array_from_vec(py, codes, &[3, height, width])
+}
+
 #[pymodule(name = "_native")]
 fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(process, m)?)?;
+    m.add_function(wrap_pyfunction!(process_compact, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_table, m)?)?;
     Ok(())
 }
@@ -149,5 +193,27 @@ mod tests {
         let three = pixel_values(src, 32, 16, Resample::PilBicubic, &lut, &Par::new(3)).unwrap();
         assert_eq!(one, three);
         assert_eq!(one.len(), 3 * 32 * 16);
+    }
+
+    #[test]
+    fn codes_through_the_table_are_the_values() {
+        let data: Vec<u8> = (0..37 * 23 * 3).map(|i| (i * 13 % 251) as u8).collect();
+        let src = RgbView::new(37, 23, &data).unwrap();
+        for (mode, filter) in [
+            (Mode::Pil, Resample::PilBicubic),
+            (Mode::AtenU8, Resample::AtenU8),
+        ] {
+            let lut = tables([0.48, 0.46, 0.41], [0.27, 0.26, 0.28], mode).unwrap();
+            let par = Par::new(2);
+            let values = pixel_values(src, 32, 48, filter, &lut, &par).unwrap();
+            let codes = pixel_codes(src, 32, 48, filter, &par).unwrap();
+            let plane = 32 * 48;
+            let looked_up: Vec<f32> = codes
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| lut[i / plane][usize::from(v)])
+                .collect();
+            assert!(looked_up == values, "{mode:?}");
+        }
     }
 }
