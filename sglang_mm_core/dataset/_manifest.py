@@ -43,9 +43,7 @@ def manifest_format(path: Path) -> str:
         return "jsonl"
     if name.endswith((".parquet", ".pq")):
         return "parquet"
-    raise ManifestError(
-        f"manifest {str(path)!r}: unknown format (name it *.jsonl or *.parquet)"
-    )
+    raise ManifestError(f"manifest {str(path)!r}: unknown format (name it *.jsonl or *.parquet)")
 
 
 def _source(value: Any, base: Path, where: str) -> Source:

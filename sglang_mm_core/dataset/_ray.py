@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..driver import available_cores
 from . import _deps, _rows
 from ._deps import DatasetError
 from ._job import Options, _Engine
@@ -27,7 +28,7 @@ def _actor_cpus() -> int | None:
 
         if not ray.is_initialized():
             return None
-        cpus = ray.get_runtime_context().get_assigned_resources().get("CPU")
+        cpus = ray.get_runtime_context().get_assigned_resources().get("CPU")  # type: ignore[no-untyped-call]
     except Exception:  # outside a worker, or an older runtime context
         return None
     return None if not cpus else max(1, int(cpus))
@@ -99,6 +100,20 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def plan_actors(cluster_cpus: float, want: int | None) -> tuple[int, float, int]:
+    """Actors, CPUs asked per actor, pipeline threads per actor. Ray Data's listing and read
+    tasks ask for one CPU each, so one CPU of the cluster is left to them (actors holding
+    every CPU would wait forever for a read); the actors get the rest (or ``want``), two
+    CPUs each. A cluster of one CPU or less gets one actor asking for half of it."""
+    if cluster_cpus < 2:
+        return 1, cluster_cpus / 2, 1
+    cpus = int(cluster_cpus - 1)
+    if want:
+        cpus = max(1, min(want, cpus))
+    per_actor = min(cpus, 2)
+    return cpus // per_actor, float(per_actor), per_actor
+
+
 class RayEngine(_Engine):
     """Ray Data over a local cluster (``ray.init()``) or an existing one (``address``)."""
 
@@ -109,8 +124,9 @@ class RayEngine(_Engine):
         self._owns = False
         if not self.ray.is_initialized():
             kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
-            if opts.address is None and opts.threads:
-                kw["num_cpus"] = opts.threads
+            if opts.address is None:
+                # one logical CPU more than the actors use, for Ray Data's read tasks
+                kw["num_cpus"] = (opts.threads or available_cores()) + 1
             try:
                 self.ray.init(address=opts.address, **kw)
             except Exception as e:  # ConnectionError, a bad address, a cluster that is down
@@ -126,9 +142,12 @@ class RayEngine(_Engine):
         probe.close()
 
     def _read(self) -> Any:
+        # The read asks for no CPU: the actors hold every CPU they were given, and a read
+        # task waiting for one of them would never run.
+        path = str(self.man.path)
         if self.man.format == "jsonl":
-            return self.rd.read_text(str(self.man.path), drop_empty_lines=True)
-        return self.rd.read_parquet(str(self.man.path), columns=self.man._columns)
+            return self.rd.read_text(path, drop_empty_lines=True, num_cpus=0)
+        return self.rd.read_parquet(path, num_cpus=0).select_columns(self.man._columns)
 
     def rows(self, ranges: list[tuple[int, int]]) -> Iterator[dict[str, Any]]:
         if not ranges:
@@ -137,10 +156,9 @@ class RayEngine(_Engine):
         ctx.execution_options.preserve_order = True
         ctx.enable_progress_bars = False
         ctx.print_on_execution_start = False
-        total = int(self.ray.cluster_resources().get("CPU", 1))
-        cpus = max(1, min(self.opts.threads or total, total))
-        per_actor = min(cpus, 2)
-        actors = max(1, cpus // per_actor)
+        actors, per_actor, threads = plan_actors(
+            float(self.ray.cluster_resources().get("CPU", 1)), self.opts.threads
+        )
         first = ranges[0][0]
         ds = self._read()
         if first > 0:  # the finished shards' rows are dropped before any work
@@ -152,12 +170,12 @@ class RayEngine(_Engine):
                 "base_dir": str(self.man.base),
                 "count_only": self.opts.count_only,
                 "features": "compact" if self.compact else "full",
-                "threads": per_actor,
+                "threads": threads,
                 "io_threads": self.opts.io_threads,
             },
             batch_format="pyarrow",
             batch_size=max(1, self.opts.rows_in_flight // actors),
-            concurrency=actors,
+            compute=self.rd.ActorPoolStrategy(size=actors),
             num_cpus=per_actor,
         )
         wanted = iter(ranges)

@@ -31,7 +31,7 @@ from .._positions import MRope, Rope1D
 from ..errors import MmError
 
 ROW_FORMAT_VERSION = "1"
-_NUMPY = {
+_NUMPY: dict[str, np.dtype[Any]] = {
     "uint8": np.dtype("<u1"),
     "uint16": np.dtype("<u2"),
     "int32": np.dtype("<i4"),
@@ -179,7 +179,9 @@ def row_from_dict(row: dict[str, Any], family: str, fingerprint: str) -> Dataset
     output = None
     if error is None and row.get("items") is not None:
         items = []
-        for it, tokens, h in zip(row["items"], row["image_tokens"], row["image_hashes"], strict=True):
+        for it, tokens, h in zip(
+            row["items"], row["image_tokens"], row["image_hashes"], strict=True
+        ):
             c = it["compact"]
             if c is not None:
                 pad = None if c["pad"] is None else _array(c["pad"])
@@ -207,6 +209,4 @@ def row_from_dict(row: dict[str, Any], family: str, fingerprint: str) -> Dataset
             spec_fingerprint=fingerprint,
             rid=row["id"],
         )
-    return DatasetRow(
-        row["index"], row["id"], error, row["tokens"], row["image_tokens"], output
-    )
+    return DatasetRow(row["index"], row["id"], error, row["tokens"], row["image_tokens"], output)

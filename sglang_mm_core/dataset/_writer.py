@@ -141,12 +141,12 @@ class JobState:
     def __init__(self, out: Path, job: dict[str, Any]) -> None:
         self.out = out
         self.job = job
+        if out.exists() and not out.is_dir():
+            raise DatasetError(f"output {str(out)!r} is not a folder")
         try:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise DatasetError(f"cannot create output folder {str(out)!r}: {e}") from None
-        if not out.is_dir():
-            raise DatasetError(f"output {str(out)!r} is not a folder")
         if not os.access(out, os.W_OK | os.X_OK):
             raise DatasetError(f"output folder {str(out)!r} is not writable")
         job_file = out / JOB_FILE

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ds_helpers import Corpus, build_corpus
+from ds_helpers import LAYOUT, Corpus, build_corpus
 
 from sglang_mm_core.dataset import Options, Summary, run
 
@@ -18,12 +18,10 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     return build_corpus(tmp_path_factory.mktemp("dataset_corpus"))
 
 
-# The layout every test run of the same manifest shares, so their shards compare byte for byte.
-LAYOUT: dict[str, Any] = {"shard_rows": 48, "row_group_rows": 8, "progress": False}
-
-
 @pytest.fixture(scope="session")
-def local_qwen_run(corpus: Corpus, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Summary]:
+def local_qwen_run(
+    corpus: Corpus, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Summary]:
     """The JSONL manifest through the local engine with 2 threads (the reference output)."""
     out = tmp_path_factory.mktemp("local_qwen")
     return out, run(corpus.jsonl, corpus.qwen_spec, out, Options(threads=2, **LAYOUT))

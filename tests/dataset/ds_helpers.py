@@ -16,7 +16,13 @@ from PIL import Image
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 QWEN_SPEC = EXAMPLES / "qwen2_vl" / "spec.json"
 INKLING_SPEC = EXAMPLES / "inkling" / "spec.json"
-MAX_SIDE = 400  # the over-limit rows carry an image with a longer side
+MAX_SIDE = 400
+# The layout every test run of the same manifest shares, so their shards compare byte for byte.
+LAYOUT: dict[str, Any] = {
+    "shard_rows": 48,
+    "row_group_rows": 8,
+    "progress": False,
+}  # the over-limit rows carry an image with a longer side
 
 # Qwen2-VL chat pieces, one vision block per image (strict_layout)
 Q_START, Q_IMG, Q_END = 151652, 151655, 151653
@@ -106,7 +112,9 @@ def build_corpus(root: Path, n_rows: int = 200) -> Corpus:
             prows.append({"id": sid, "input_ids": None, "images": pbytes})
             prows.append({"id": None, "input_ids": None, "images": None})
             continue
-        lines.append(json.dumps({"id": sid, "input_ids": _qwen_ids(len(names), extra), "images": names}))
+        lines.append(
+            json.dumps({"id": sid, "input_ids": _qwen_ids(len(names), extra), "images": names})
+        )
         prows.append({"id": sid, "input_ids": _inkling_ids(len(pbytes), extra), "images": pbytes})
     jsonl = root / "manifest.jsonl"
     jsonl.write_text("\n".join(lines) + "\n")
@@ -116,14 +124,16 @@ def build_corpus(root: Path, n_rows: int = 200) -> Corpus:
     table = pa.Table.from_pylist(
         prows,
         schema=pa.schema(
-            [("id", pa.string()), ("input_ids", pa.list_(pa.int64())), ("images", pa.list_(pa.binary()))]
+            [
+                ("id", pa.string()),
+                ("input_ids", pa.list_(pa.int64())),
+                ("images", pa.list_(pa.binary())),
+            ]
         ),
     )
     parquet = root / "manifest.parquet"
     pq.write_table(table, parquet, row_group_size=64)
-    return Corpus(
-        jsonl, parquet, spec_doc(QWEN_SPEC), spec_doc(INKLING_SPEC), len(lines), bad
-    )
+    return Corpus(jsonl, parquet, spec_doc(QWEN_SPEC), spec_doc(INKLING_SPEC), len(lines), bad)
 
 
 def manifest_samples(path: Path) -> list[Any]:
@@ -131,3 +141,13 @@ def manifest_samples(path: Path) -> list[Any]:
     from sglang_mm_core.dataset import Manifest
 
     return list(Manifest(path).samples())
+
+
+def shard_bytes(folder: Path) -> dict[str, str]:
+    """Each shard's SHA-256 (equal digests: the same bytes; a failure stays readable)."""
+    import hashlib
+
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.glob("part-*.parquet"))
+    }

@@ -10,8 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import LAYOUT
-from ds_helpers import Corpus, manifest_samples
+from ds_helpers import LAYOUT, Corpus, manifest_samples, shard_bytes
 from numpy.testing import assert_array_equal
 
 from sglang_mm_core import MmInput, pipeline_from_spec
@@ -21,11 +20,9 @@ from sglang_mm_core.errors import MmError
 from sglang_mm_core.plugin import MRope
 
 
-def shard_bytes(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.glob("part-*.parquet"))}
-
-
-def assert_same_as_process(rows: list[DatasetRow], manifest: Path, spec: dict[str, Any]) -> dict[str, int]:
+def assert_same_as_process(
+    rows: list[DatasetRow], manifest: Path, spec: dict[str, Any]
+) -> dict[str, int]:
     """Each row against `Pipeline.process` on the manifest's sources; the error classes seen."""
     samples = manifest_samples(manifest)
     assert [r.index for r in rows] == list(range(len(samples)))
@@ -143,7 +140,9 @@ def test_rerun_skips_finished_shards(corpus: Corpus, local_qwen: Path, tmp_path:
 
 
 @pytest.mark.parametrize("which", ["jsonl", "parquet"])
-def test_count_only(corpus: Corpus, local_qwen: Path, local_inkling: Path, tmp_path: Path, which: str) -> None:
+def test_count_only(
+    corpus: Corpus, local_qwen: Path, local_inkling: Path, tmp_path: Path, which: str
+) -> None:
     manifest, spec, full_dir = (
         (corpus.jsonl, corpus.qwen_spec, local_qwen)
         if which == "jsonl"
@@ -173,7 +172,9 @@ def test_count_only(corpus: Corpus, local_qwen: Path, local_inkling: Path, tmp_p
             good += 1
     assert good > 150
     assert summary.tokens == sum(c.tokens or 0 for c in counts)
-    assert summary.errors and sum(summary.errors.values()) == sum(c.error is not None for c in counts)
+    assert summary.errors and sum(summary.errors.values()) == sum(
+        c.error is not None for c in counts
+    )
 
 
 def test_summary_totals(corpus: Corpus, local_qwen_run: tuple[Path, Summary]) -> None:
@@ -186,8 +187,10 @@ def test_summary_totals(corpus: Corpus, local_qwen_run: tuple[Path, Summary]) ->
         t: sum(1 for r in rows if r.error is not None and r.error.type == t)
         for t in {r.error.type for r in rows if r.error is not None}
     }
-    assert summary.bytes == summary.bytes_written == sum(
-        p.stat().st_size for p in folder.glob("part-*.parquet")
+    assert (
+        summary.bytes
+        == summary.bytes_written
+        == sum(p.stat().st_size for p in folder.glob("part-*.parquet"))
     )
     text = "\n".join(summary.lines())
     assert "LayoutError" in text and str(summary.tokens) in text
