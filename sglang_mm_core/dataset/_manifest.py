@@ -95,6 +95,33 @@ def parse_line(line: str | bytes, base: Path) -> Sample:
     return sample_from_row(obj, base)
 
 
+def table_rows(batch: Any) -> list[dict[str, Any]]:
+    """An Arrow table or record batch as row dicts, cheaply: a list<int> ``input_ids``
+    column becomes one int64 numpy view per row (no Python int per token), the other
+    columns Python values."""
+    import numpy as np
+
+    pa = _deps.pyarrow()
+    n = batch.num_rows
+    cols: dict[str, list[Any]] = {}
+    for name in batch.column_names:
+        col = batch.column(name)
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        if (
+            name == "input_ids"
+            and pa.types.is_list(col.type)
+            and pa.types.is_integer(col.type.value_type)
+            and col.null_count == 0
+        ):
+            offsets = col.offsets.to_numpy()
+            values = col.values.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+            cols[name] = [values[offsets[i] : offsets[i + 1]] for i in range(n)]
+        else:
+            cols[name] = col.to_pylist()
+    return [{k: v[i] for k, v in cols.items()} for i in range(n)]
+
+
 class Manifest:
     """An opened manifest: its format, row count and folder; `samples` streams its rows."""
 
@@ -168,7 +195,7 @@ class Manifest:
             for batch in pf.iter_batches(
                 batch_size=_READ_ROWS, row_groups=[g], columns=self._columns
             ):
-                for row in batch.to_pylist():
+                for row in table_rows(batch):
                     if start <= index < stop:
                         yield sample_from_row(row, self.base)
                     index += 1

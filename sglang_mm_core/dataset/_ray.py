@@ -17,7 +17,7 @@ from ..driver import available_cores
 from . import _deps, _rows
 from ._deps import DatasetError
 from ._job import Options, _Engine
-from ._manifest import Manifest, Sample, parse_line, sample_from_row
+from ._manifest import Manifest, Sample, parse_line, sample_from_row, table_rows
 from ._process import DEFAULT_IO_THREADS, Processor, meta
 
 
@@ -68,7 +68,7 @@ class RayPreprocessor:
         pa = self._pa
         if isinstance(batch, pa.Table):
             cols = batch.column_names
-            rows: Any = batch.to_pylist()
+            rows: Any = table_rows(batch)
         elif isinstance(batch, Mapping):
             cols = list(batch)
             n = len(next(iter(batch.values()))) if batch else 0
