@@ -19,7 +19,8 @@ from ._writer import JobState, ShardStats, ShardWriter, shard_name
 
 Engine = Literal["local", "ray"]
 DEFAULT_SHARD_ROWS = 1000
-DEFAULT_ROW_GROUP_ROWS = 16
+DEFAULT_ROW_GROUP_ROWS = 16  # rows with features: a row group of a few tens of MB at most
+DEFAULT_COUNT_ROW_GROUP_ROWS = 4096  # token counts only: a few bytes per row
 DEFAULT_ROWS_IN_FLIGHT = 32
 
 
@@ -37,12 +38,12 @@ class Options:
     threads: int | None = None  # local: the pipeline's pool; ray: total CPUs asked
     io_threads: int = DEFAULT_IO_THREADS
     shard_rows: int = DEFAULT_SHARD_ROWS
-    row_group_rows: int = DEFAULT_ROW_GROUP_ROWS
+    row_group_rows: int | None = None  # None: 16, or 4096 under count_only
     rows_in_flight: int = DEFAULT_ROWS_IN_FLIGHT
     progress: bool | None = None  # None: a bar when stderr is a terminal
 
     def check(self) -> None:
-        for name in ("shard_rows", "row_group_rows", "rows_in_flight", "io_threads"):
+        for name in ("shard_rows", "group_rows", "rows_in_flight", "io_threads"):
             if getattr(self, name) < 1:
                 raise DatasetError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.threads is not None and self.threads < 0:
@@ -51,6 +52,13 @@ class Options:
             raise DatasetError(f"unknown engine {self.engine!r} (local or ray)")
         if self.address is not None and self.engine != "ray":
             raise DatasetError("--address is for --engine ray")
+
+    @property
+    def group_rows(self) -> int:
+        """Rows per Parquet row group (``row_group_rows``, else the mode's default)."""
+        if self.row_group_rows is not None:
+            return self.row_group_rows
+        return DEFAULT_COUNT_ROW_GROUP_ROWS if self.count_only else DEFAULT_ROW_GROUP_ROWS
 
     @property
     def compact(self) -> bool | None:
@@ -113,7 +121,7 @@ def run(
             "manifest": str(man.path),
             "manifest_rows": man.num_rows,
             "shard_rows": opts.shard_rows,
-            "row_group_rows": opts.row_group_rows,
+            "row_group_rows": opts.group_rows,
             **info,
         }
         state = JobState(Path(out).absolute(), job)
@@ -129,7 +137,7 @@ def run(
         try:
             rows = engine.rows([(a, b) for _, a, b in todo])
             for k, start, stop in todo:
-                writer = ShardWriter(state.out / shard_name(k), sch, opts.row_group_rows)
+                writer = ShardWriter(state.out / shard_name(k), sch, opts.group_rows)
                 try:
                     for index in range(start, stop):
                         row = next(rows)

@@ -117,9 +117,37 @@ def table_rows(batch: Any) -> list[dict[str, Any]]:
             offsets = col.offsets.to_numpy()
             values = col.values.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
             cols[name] = [values[offsets[i] : offsets[i + 1]] for i in range(n)]
+        elif name == "images" and _is_binary_list(pa, col):
+            cols[name] = _binary_lists(col, n)
         else:
             cols[name] = col.to_pylist()
     return [{k: v[i] for k, v in cols.items()} for i in range(n)]
+
+
+def _is_binary_list(pa: Any, col: Any) -> bool:
+    return bool(
+        pa.types.is_list(col.type)
+        and pa.types.is_binary(col.type.value_type)
+        and col.null_count == 0
+        and col.values.null_count == 0
+        and col.offset == 0
+        and col.values.offset == 0
+    )
+
+
+def _binary_lists(col: Any, n: int) -> list[list[memoryview]]:
+    """A list<binary> column as lists of memoryviews into its Arrow buffer: the image bytes
+    are not copied (the pipeline takes a memoryview as it takes bytes)."""
+    import numpy as np
+
+    values = col.values
+    outer = col.offsets.to_numpy().tolist()
+    _, offsets, data = values.buffers()
+    inner = np.frombuffer(offsets, dtype=np.int32, count=len(values) + 1).tolist()
+    view = memoryview(data) if data is not None else memoryview(b"")
+    return [
+        [view[inner[j] : inner[j + 1]] for j in range(outer[i], outer[i + 1])] for i in range(n)
+    ]
 
 
 class Manifest:

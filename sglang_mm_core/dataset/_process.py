@@ -107,13 +107,16 @@ class Processor:
             return e
 
     def prefetch(self, samples: Sequence[Sample]) -> list[Future[Fetched | MmError] | Any]:
-        """Start fetching every sample (inline when all its sources are in memory already)."""
+        """Start fetching every sample on the I/O pool; a sample whose sources are all in
+        memory already (or that is malformed) is handed to the pipeline as it is."""
         out: list[Any] = []
         for s in samples:
-            local = s.error is not None or all(
-                isinstance(i, (bytes, bytearray, memoryview)) for i in s.images
-            )
-            out.append(self._fetch(s) if local else self._io.submit(self._fetch, s))
+            if s.error is not None:
+                out.append(s.error)
+            elif all(isinstance(i, (bytes, bytearray, memoryview)) for i in s.images):
+                out.append([(i, "bytes") for i in s.images])
+            else:
+                out.append(self._io.submit(self._fetch, s))
         return out
 
     def finish(self, samples: Sequence[Sample], fetched: Sequence[Any]) -> list[dict[str, Any]]:

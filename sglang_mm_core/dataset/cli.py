@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import argparse
 
-from ._job import DEFAULT_ROW_GROUP_ROWS, DEFAULT_ROWS_IN_FLIGHT, DEFAULT_SHARD_ROWS
+from ._job import (
+    DEFAULT_COUNT_ROW_GROUP_ROWS,
+    DEFAULT_ROW_GROUP_ROWS,
+    DEFAULT_ROWS_IN_FLIGHT,
+    DEFAULT_SHARD_ROWS,
+)
 from ._process import DEFAULT_IO_THREADS
 
 
@@ -69,8 +74,9 @@ def add_dataset_command(sub: argparse._SubParsersAction) -> None:  # type: ignor
     p.add_argument(
         "--row-group-rows",
         type=int,
-        default=DEFAULT_ROW_GROUP_ROWS,
-        help="rows per Parquet row group (%(default)s)",
+        default=None,
+        help=f"rows per Parquet row group ({DEFAULT_ROW_GROUP_ROWS}; "
+        f"{DEFAULT_COUNT_ROW_GROUP_ROWS} with --count-only)",
     )
     p.add_argument(
         "--rows-in-flight",
