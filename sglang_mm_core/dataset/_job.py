@@ -152,6 +152,9 @@ def run(
                     raise
                 written += stats.bytes
                 state.mark_done(k, stats)
+            # run the engine to its end (Ray's iterator then finishes while Ray is up)
+            if next(rows, None) is not None:
+                raise DatasetError("the engine gave more rows than the manifest holds")
         finally:
             if bar is not None:
                 bar.close()

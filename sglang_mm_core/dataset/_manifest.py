@@ -4,9 +4,10 @@
 Image sources are ``images`` (a list) or ``image`` (one): strings (a path relative to the
 manifest's folder, an absolute path, an http(s)/file/data URL, base64), bytes (Parquet binary
 columns), or ``{"bytes": ..., "path": ...}`` structs (the image column of many public
-datasets: the bytes when present, else the path). A row without ``id`` has a null id (its
-``index`` column still names it). Messages never name the row index, which a distributed
-reader does not know, so that every engine writes the same rows."""
+datasets: the bytes when present, else the path). A row without ``id`` (or ``rid``, as in
+request files) has a null id (its ``index`` column still names it). Messages never name the
+row index, which a distributed reader does not know, so that every engine writes the same
+rows."""
 
 from __future__ import annotations
 
@@ -67,6 +68,8 @@ def sample_from_row(row: Any, base: Path) -> Sample:
     if not isinstance(row, Mapping):
         return Sample(None, None, [], ManifestError(f"{where} is not a JSON object"))
     raw_id = row.get("id")
+    if raw_id is None:
+        raw_id = row.get("rid")  # the request files' name for it
     sid = None if raw_id is None else str(raw_id)
     try:
         ids = row.get("input_ids")
@@ -186,7 +189,7 @@ class Manifest:
                 f"manifest {str(self.path)!r} has no input_ids column (columns: "
                 f"{', '.join(sorted(names))})"
             )
-        self._columns = [c for c in ("id", "input_ids", "images", "image") if c in names]
+        self._columns = [c for c in ("id", "rid", "input_ids", "images", "image") if c in names]
         return int(meta.metadata.num_rows)
 
     def samples(self, start: int = 0, stop: int | None = None) -> Iterator[Sample]:
