@@ -195,3 +195,31 @@ def test_summary_totals(corpus: Corpus, local_qwen_run: tuple[Path, Summary]) ->
     text = "\n".join(summary.lines())
     assert "LayoutError" in text and str(summary.tokens) in text
     assert np.all(np.diff([r.index for r in rows]) == 1)
+
+
+def test_public_dataset_layout(corpus: Corpus, tmp_path: Path) -> None:
+    """An ``image`` struct column of ``{bytes, path}`` (bytes when set, else the path relative
+    to the manifest), and ``rid`` for the id, as request files name it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = corpus.jsonl.parent
+    names = sorted(p.name for p in (folder / "images").glob("*.jpeg"))[:6]
+    data = [(folder / "images" / n).read_bytes() for n in names]
+    image = [
+        {"bytes": d if k % 2 else None, "path": f"images/{n}"}
+        for k, (n, d) in enumerate(zip(names, data, strict=True))
+    ]
+    ids = [[151644, 872, 198, 151652, 151655, 151653, 30, 151645]] * len(names)
+    manifest = folder / "public.parquet"
+    pq.write_table(pa.table({"rid": names, "input_ids": ids, "image": image}), manifest)
+    run(manifest, corpus.qwen_spec, tmp_path, Options(**LAYOUT))
+    rows = read_shards(tmp_path)
+    assert [r.id for r in rows] == names
+    assert_same_as_process(rows, manifest, corpus.qwen_spec)
+    assert all(r.error is None for r in rows)
+    with pipeline_from_spec(corpus.qwen_spec) as pipe:  # bytes and path give the same bits
+        for row, d in zip(rows, data, strict=True):
+            assert row.output is not None
+            ref = pipe.process(MmInput(ids[0], [d]))
+            assert row.output.hashes == ref.hashes
