@@ -80,6 +80,7 @@ class Summary:
     bytes_written: int
     errors: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    rows_this_run: int = 0
 
     def lines(self) -> list[str]:
         errs = ", ".join(f"{k} {v}" for k, v in sorted(self.errors.items())) or "none"
@@ -91,8 +92,6 @@ class Summary:
             f"bytes     {self.bytes} ({self.bytes_written} written by this run)",
             f"time      {self.seconds:.1f} s ({rate:.1f} samples/s)",
         ]
-
-    rows_this_run: int = 0
 
 
 def _plan(n_rows: int, shard_rows: int) -> list[tuple[int, int, int]]:

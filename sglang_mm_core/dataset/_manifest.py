@@ -160,6 +160,7 @@ class Manifest:
         self.path = Path(path).absolute()
         self.format = manifest_format(self.path)
         self.base = self.path.parent
+        self.columns: list[str] = []  # Parquet: the columns read
         if not self.path.exists():
             raise ManifestError(f"manifest {str(self.path)!r} does not exist")
         if not self.path.is_file():
@@ -189,7 +190,7 @@ class Manifest:
                 f"manifest {str(self.path)!r} has no input_ids column (columns: "
                 f"{', '.join(sorted(names))})"
             )
-        self._columns = [c for c in ("id", "rid", "input_ids", "images", "image") if c in names]
+        self.columns = [c for c in ("id", "rid", "input_ids", "images", "image") if c in names]
         return int(meta.metadata.num_rows)
 
     def samples(self, start: int = 0, stop: int | None = None) -> Iterator[Sample]:
@@ -224,7 +225,7 @@ class Manifest:
                 index += n
                 continue
             for batch in pf.iter_batches(
-                batch_size=_READ_ROWS, row_groups=[g], columns=self._columns
+                batch_size=_READ_ROWS, row_groups=[g], columns=self.columns
             ):
                 for row in table_rows(batch):
                     if start <= index < stop:

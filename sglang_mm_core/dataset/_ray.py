@@ -147,7 +147,7 @@ class RayEngine(_Engine):
         path = str(self.man.path)
         if self.man.format == "jsonl":
             return self.rd.read_text(path, drop_empty_lines=True, num_cpus=0)
-        return self.rd.read_parquet(path, num_cpus=0).select_columns(self.man._columns)
+        return self.rd.read_parquet(path, num_cpus=0).select_columns(self.man.columns)
 
     def rows(self, ranges: list[tuple[int, int]]) -> Iterator[dict[str, Any]]:
         if not ranges:
