@@ -315,9 +315,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--family", action="append", default=[], metavar="NAME", help="only this family")
     p.set_defaults(func=_conformance, pytest_args=[])
 
+    from .dataset.cli import add_dataset_command
     from .server.cli import add_serve_command
 
     add_serve_command(sub)
+    add_dataset_command(sub)
     return parser
 
 
