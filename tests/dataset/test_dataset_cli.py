@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from core_helpers import toy_env
 from ds_helpers import LAYOUT, Corpus, shard_bytes
 
 from sglang_mm_core.cli import main
@@ -111,14 +112,20 @@ def test_bad_spec_and_options(
     _fails(capsys, [*base[:3], str(bad), *base[4:]], "SpecError", "not valid JSON")
     _fails(capsys, [*base, "--rows-in-flight", "0"], "DatasetError", "rows_in_flight")
     _fails(capsys, [*base, "--address", "127.0.0.1:1"], "DatasetError", "--engine ray")
-    # a family without the compact form, asked for it
-    gemma = Path(__file__).parents[2] / "examples/gemma3/spec.json"
-    _fails(
-        capsys,
-        [*base[:3], str(gemma), *base[4:], "--features", "compact"],
-        "DatasetError",
-        "does not offer the compact form",
+    # a family without the compact form, asked for it: every shipped family offers it, so
+    # the toy family, seen as installed by a subprocess
+    toy = tmp_path / "toy.json"
+    toy.write_text(json.dumps({"family": "toy"}))
+    argv = [*base[:3], str(toy), *base[4:], "--features", "compact"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "sglang_mm_core.cli", *argv],
+        capture_output=True,
+        text=True,
+        env=toy_env("site"),
+        timeout=120,
     )
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert "DatasetError" in proc.stderr and "does not offer the compact form" in proc.stderr
     # the folder is not a folder
     blocker = tmp_path / "file"
     blocker.write_text("")
