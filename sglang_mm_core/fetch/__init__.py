@@ -101,6 +101,7 @@ def _all_in_memory(sources: Sequence[Source], limits: Limits) -> list[Fetched] |
     or an embedding host sends bytes); None sends the request down the item-by-item path,
     which names the item that fails."""
     total = 0
+    out: list[Fetched] = []
     for source in sources:
         if type(source) is bytes or type(source) is bytearray:
             total += len(source)
@@ -108,10 +109,11 @@ def _all_in_memory(sources: Sequence[Source], limits: Limits) -> list[Fetched] |
             total += source.nbytes
         else:
             return None
+        out.append(Fetched(source, "bytes"))
     if total > limits.max_total_bytes:
         return None
     check_cancelled()
-    return [Fetched(source, "bytes") for source in sources]
+    return out
 
 
 def fetch_bytes(
