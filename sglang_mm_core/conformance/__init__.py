@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from .._family import Family
 from ..registry import Registry
-from .checks import ALL_CHECKS, Check, checks_for, process_item_and_compact
+from .checks import ALL_CHECKS, Check, checks_for, compact_round_trips, process_item_and_compact
 from .images import encode_png, generated_image
 from .target import ConformanceTarget, installed_targets
 
@@ -73,6 +73,7 @@ __all__ = [
     "ConformanceTarget",
     "as_target",
     "checks_for",
+    "compact_round_trips",
     "encode_png",
     "generated_image",
     "installed_targets",

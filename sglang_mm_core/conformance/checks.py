@@ -14,7 +14,8 @@ import base64
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -26,10 +27,14 @@ from .._family import Family
 from .._layout import Explicit, Media, Repeat, TokenLayout, apply_layout
 from .._positions import MRope, Rope1D
 from ..errors import DecodeError, LayoutError, MmError, MmRequestError
+from ..outputs import encode_safetensors, load_output, save_output
 from ..registry import installed_entry_points
 from ..spec import spec_json_schema
 from .images import encode_png, generated_image
 from .target import ConformanceTarget
+
+if TYPE_CHECKING:
+    from ..driver import Pipeline
 
 Check = Callable[[ConformanceTarget], None]
 
@@ -354,6 +359,29 @@ def process_item_and_compact(
     return full
 
 
+def compact_round_trips(pipe: Pipeline, request: MmInput, folder: Path) -> MmOutput:
+    """The compact output of ``request``, after asserting that it equals the full output bit
+    for bit (every feature expanded), as one request and twice in a batch, and again after a
+    safetensors and an ``.npz`` round trip (written into ``folder``). A family's own tests call
+    it with their params grid."""
+    full = pipe.process(request)
+    compact = pipe.process(request, compact=True)
+    _expect(all(isinstance(it.feature, CompactTensor) for it in compact.items), "compact items")
+    _expect(_same_output(full, compact), "compact=True differs from the full output")
+    for out in pipe.process_batch([request, request], compact=True):
+        _expect(isinstance(out, MmOutput) and _same_output(full, out), "a batch's compact output")
+    body = b"".join(bytes(c) for c in encode_safetensors(compact))
+    back = load_output(body)
+    _expect(
+        all(a.feature == b.feature for a, b in zip(back.items, compact.items, strict=True)),
+        "the compact features read back from safetensors differ",
+    )
+    _expect(_same_output(full, back), "compact output after safetensors")
+    save_output(compact, folder / "compact.npz")
+    _expect(_same_output(full, load_output(folder / "compact.npz")), "compact output after .npz")
+    return compact
+
+
 def _pattern_len(pattern: Repeat | Explicit) -> int:
     return pattern.count if isinstance(pattern, Repeat) else len(pattern.ids)
 
@@ -551,6 +579,7 @@ __all__ = [
     "ALL_CHECKS",
     "Check",
     "checks_for",
+    "compact_round_trips",
     "process_item_and_compact",
     *[c.__name__ for c in ALL_CHECKS],
 ]
