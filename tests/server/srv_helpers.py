@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+from core_helpers import toy_env
 from PIL import Image
 
 from sglang_mm_core import MmInput, MmOutput, Pipeline, Registry
@@ -149,3 +153,28 @@ def wait_for(cond: Callable[[], bool], timeout: float = 10.0, what: str = "condi
         if time.monotonic() > end:
             raise AssertionError(f"{what} not reached within {timeout} s")
         time.sleep(0.005)
+
+
+def start_serve(spec: dict[str, Any], tmp: Path, *extra: str) -> tuple[str, subprocess.Popen[str]]:
+    """A real ``sglang-mm serve`` process on a free port (the toy distribution installed),
+    once it serves; its URL and process."""
+    path = tmp / "spec.json"
+    path.write_text(json.dumps(spec))
+    env = {k: v for k, v in toy_env("site").items() if "PROXY" not in k.upper()}
+    cmd = [sys.executable, "-m", "sglang_mm_core.cli", "serve", "--spec", str(path)]
+    proc = subprocess.Popen(
+        [*cmd, "--port", "0", "--log-level", "info", *extra],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    lines: list[str] = []
+    for line in proc.stderr:  # type: ignore[union-attr]
+        lines.append(line)
+        if "serving family" in line:
+            url = line.split(" on ")[1].split()[0]
+            break
+    else:
+        raise AssertionError("".join(lines))
+    threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()  # type: ignore[union-attr]
+    return url, proc

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -15,8 +13,7 @@ from typing import Any
 
 import pytest
 import requests
-from core_helpers import toy_env
-from srv_helpers import FamilySetup, data_url, make_image
+from srv_helpers import FamilySetup, data_url, make_image, start_serve
 
 from sglang_mm_core import pipeline_from_spec
 from sglang_mm_core.server import MmServer
@@ -26,26 +23,7 @@ GAUGES = ("bytes", "entries", "max_bytes")
 
 
 def _serve(spec: dict[str, Any], tmp: Path) -> tuple[str, subprocess.Popen[str]]:
-    path = tmp / "spec.json"
-    path.write_text(json.dumps(spec))
-    env = {k: v for k, v in toy_env("site").items() if "PROXY" not in k.upper()}
-    cmd = [sys.executable, "-m", "sglang_mm_core.cli", "serve", "--spec", str(path)]
-    proc = subprocess.Popen(
-        [*cmd, "--port", "0", "--workers", "2", "--log-level", "info"],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    lines: list[str] = []
-    for line in proc.stderr:  # type: ignore[union-attr]
-        lines.append(line)
-        if "serving family" in line:
-            url = line.split(" on ")[1].split()[0]
-            break
-    else:
-        raise AssertionError("".join(lines))
-    threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()  # type: ignore[union-attr]
-    return url, proc
+    return start_serve(spec, tmp, "--workers", "2")
 
 
 def _scrape(url: str) -> dict[str, float]:

@@ -9,7 +9,6 @@ import signal
 import socket
 import struct
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -20,9 +19,8 @@ from typing import Any
 import numpy as np
 import pytest
 import requests
-from core_helpers import toy_env
 from PIL import Image
-from srv_helpers import FamilySetup, data_url, make_image
+from srv_helpers import FamilySetup, data_url, make_image, start_serve
 
 REJECT_S = 2.0  # every rejection is answered within this
 HEALTH_S = 1.0  # /health answers within this throughout
@@ -96,29 +94,6 @@ class Served:
 
     def probe(self) -> Probe:
         return Probe(self.url, self.proc.pid, self.good, self.want)
-
-
-def start_serve(spec: dict[str, Any], tmp: Path, *extra: str) -> tuple[str, subprocess.Popen[str]]:
-    path = tmp / "spec.json"
-    path.write_text(json.dumps(spec))
-    env = {k: v for k, v in toy_env("site").items() if "PROXY" not in k.upper()}
-    cmd = [sys.executable, "-m", "sglang_mm_core.cli", "serve", "--spec", str(path)]
-    proc = subprocess.Popen(
-        [*cmd, "--port", "0", "--log-level", "info", *extra],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    lines: list[str] = []
-    for line in proc.stderr:  # type: ignore[union-attr]
-        lines.append(line)
-        if "serving family" in line:
-            url = line.split(" on ")[1].split()[0]
-            break
-    else:
-        raise AssertionError("".join(lines))
-    threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()  # type: ignore[union-attr]
-    return url, proc
 
 
 @pytest.fixture(scope="module")

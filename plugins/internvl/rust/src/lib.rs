@@ -71,24 +71,12 @@ impl Processor {
         thumbnail: bool,
         threads: usize,
     ) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
-        let view = rgb_view(&image).map_err(|e| to_pyerr(py, e))?;
         let tiling = Tiling {
             cols,
             rows,
             thumbnail,
         };
-        let settings = Settings {
-            tile: self.tile,
-            resample: self.resample,
-            order: self.order,
-            table: &self.table,
-        };
-        let par = Par::new(threads);
-        let values = py
-            .detach(|| tiles::process(view, tiling, &settings, &par))
-            .map_err(|e| to_pyerr(py, e))?;
-        let t = self.tile;
-        array_from_vec(py, values, &[tiling.tiles(), 3, t, t])
+        self.run(py, &image, tiling, threads, tiles::process)
     }
 
     /// The compact form of `process`: uint8 codes `[cols * rows + thumbnail, 3, T, T]` whose
@@ -103,12 +91,39 @@ impl Processor {
         thumbnail: bool,
         threads: usize,
     ) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
-        let view = rgb_view(&image).map_err(|e| to_pyerr(py, e))?;
         let tiling = Tiling {
             cols,
             rows,
             thumbnail,
         };
+        self.run(py, &image, tiling, threads, tiles::process_codes)
+    }
+
+    /// The normalize table `[3, 256]` float32: `table[c][v]` is sample `v` of channel `c`.
+    fn table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
+        let flat: Vec<f32> = self.table.iter().flatten().copied().collect();
+        array_from_vec(py, flat, &[3, 256])
+    }
+}
+
+impl Processor {
+    /// One kernel (`tiles::process` or `tiles::process_codes`) over `image` with the GIL
+    /// released, its output as a `[tiles, 3, T, T]` array.
+    fn run<'py, T: numpy::Element + Send>(
+        &self,
+        py: Python<'py>,
+        image: &PyReadonlyArray3<'py, u8>,
+        tiling: Tiling,
+        threads: usize,
+        kernel: impl FnOnce(
+                mm_kernels::RgbView<'_>,
+                Tiling,
+                &Settings<'_>,
+                &Par,
+            ) -> Result<Vec<T>, KernelError>
+            + Send,
+    ) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
+        let view = rgb_view(image).map_err(|e| to_pyerr(py, e))?;
         let settings = Settings {
             tile: self.tile,
             resample: self.resample,
@@ -116,17 +131,11 @@ impl Processor {
             table: &self.table,
         };
         let par = Par::new(threads);
-        let codes = py
-            .detach(|| tiles::process_codes(view, tiling, &settings, &par))
+        let out = py
+            .detach(|| kernel(view, tiling, &settings, &par))
             .map_err(|e| to_pyerr(py, e))?;
         let t = self.tile;
-        array_from_vec(py, codes, &[tiling.tiles(), 3, t, t])
-    }
-
-    /// The normalize table `[3, 256]` float32: `table[c][v]` is sample `v` of channel `c`.
-    fn table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
-        let flat: Vec<f32> = self.table.iter().flatten().copied().collect();
-        array_from_vec(py, flat, &[3, 256])
+        array_from_vec(py, out, &[tiling.tiles(), 3, t, t])
     }
 }
 
