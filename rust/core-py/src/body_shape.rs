@@ -32,8 +32,13 @@ pub fn shape(text: &[u8]) -> Shape {
         let element = match c {
             b'"' => {
                 i += 1;
-                while i < n && text[i] != b'"' {
-                    i += if text[i] == b'\\' { 2 } else { 1 };
+                loop {
+                    i = skip_plain(text, i);
+                    match text.get(i) {
+                        Some(b'"') | None => break,
+                        Some(b'\\') => i += 2,
+                        Some(_) => i += 1,
+                    }
                 }
                 i += 1;
                 Some(false)
@@ -85,6 +90,27 @@ pub fn shape(text: &[u8]) -> Shape {
     s
 }
 
+/// The first index at or after `i` that may hold a `"` or a `\\`, eight bytes at a time (a
+/// base64 image is most of a big body, and none of its bytes is either).
+fn skip_plain(text: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while let Some(chunk) = text.get(i..i + 8) {
+        let Ok(bytes) = <[u8; 8]>::try_from(chunk) else {
+            break;
+        };
+        let w = u64::from_le_bytes(bytes);
+        let (quote, slash) = (w ^ (ONES * 0x22), w ^ (ONES * 0x5C));
+        // A zero byte in either word: the classic "has zero byte" test.
+        let hit = (quote.wrapping_sub(ONES) & !quote) | (slash.wrapping_sub(ONES) & !slash);
+        if hit & HIGH != 0 {
+            break;
+        }
+        i += 8;
+    }
+    i
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,5 +132,19 @@ mod tests {
         assert_eq!((bad.members, bad.depth, bad.ids, bad.others), (2, 5, 0, 5));
         assert_eq!(shape(b"[[[[[").depth, 5);
         assert_eq!(shape(br#""unterminated \"#), Shape::default());
+        // Long strings with quotes and escapes at every alignment.
+        for pad in 0..17 {
+            let body = format!(
+                r#"{{"images": ["{}\"x\\", "{}"], "input_ids": [1, 2]}}"#,
+                "A".repeat(pad),
+                "B".repeat(40 + pad)
+            );
+            let s = shape(body.as_bytes());
+            assert_eq!(
+                (s.members, s.depth, s.ids, s.others),
+                (2, 2, 2, 2),
+                "{body}"
+            );
+        }
     }
 }
