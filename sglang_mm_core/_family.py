@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeAlias
 
@@ -76,7 +76,14 @@ class Family(ABC):
     #: pixels may say yes: there is no approximate compact form.
     offers_compact: ClassVar[bool] = False
 
-    def __init__(self, params: FamilyParams) -> None:
+    def __init__(self, params: FamilyParams | Mapping[str, Any] | None = None) -> None:
+        """Keep ``params`` as this family's `Params`: an instance as it is; another
+        `FamilyParams` or a mapping validated (None: the defaults), so that a family built by
+        hand gets the checks of one built from a spec."""
+        cls = type(self).Params
+        if not isinstance(params, cls):
+            raw = params.model_dump() if isinstance(params, FamilyParams) else dict(params or {})
+            params = cls.model_validate(raw)
         self.params = params
 
     @abstractmethod

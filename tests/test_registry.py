@@ -278,3 +278,17 @@ def test_plugin_that_fails_to_import(tmp_path) -> None:
         "PluginError: family 'broken' is unavailable: plugin 'broken' of broken 1.0 failed to "
         "load: ModuleNotFoundError: No module named 'no_such_module_xyz'"
     )
+
+
+def test_family_init_validates_its_params() -> None:
+    # The base class keeps a Params instance, validates a dict or another FamilyParams, and
+    # gives the defaults for None: a family built by hand is checked as one from a spec.
+    from pydantic import ValidationError
+    from sglang_mm_toy import ToyFamily
+
+    default = ToyFamily()
+    assert type(default.params) is ToyFamily.Params
+    assert ToyFamily(default.params).params is default.params
+    assert ToyFamily(default.params.model_dump()).params == default.params
+    with pytest.raises(ValidationError, match="no_such_field"):
+        ToyFamily({"no_such_field": 1})

@@ -82,10 +82,9 @@ class Gemma3Family(mm.Family):
     offers_compact: ClassVar[bool] = True
 
     def __init__(self, params: mm.FamilyParams) -> None:
-        if not isinstance(params, Gemma3Params):
-            params = Gemma3Params.model_validate(params.model_dump())
         super().__init__(params)
-        self.p: Gemma3Params = params
+        assert isinstance(self.params, Gemma3Params)
+        self.p = params = self.params
         self._table = normalize_table(params)
 
     def _rects(self, width: int, height: int) -> list[Rect]:

@@ -59,13 +59,6 @@ class InklingFamily(Family):
 
     params: InklingParams
 
-    def __init__(self, params: FamilyParams | None = None) -> None:
-        if params is None:
-            params = InklingParams()
-        if not isinstance(params, InklingParams):
-            params = InklingParams.model_validate(params.model_dump())
-        super().__init__(params)
-
     def process_item(self, image: npt.NDArray[np.uint8], *, threads: int = 1) -> ProcessedItem:
         """Rescale, cut and normalise one RGB image in Rust with the GIL released.
 

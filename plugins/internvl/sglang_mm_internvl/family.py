@@ -48,11 +48,9 @@ class InternVLFamily(Family):
     offers_compact: ClassVar[bool] = True
 
     def __init__(self, params: FamilyParams | dict[str, Any] | None = None) -> None:
-        if not isinstance(params, InternVLParams):
-            raw = params.model_dump() if isinstance(params, FamilyParams) else (params or {})
-            params = InternVLParams.model_validate(raw)
         super().__init__(params)
-        self.p: InternVLParams = params
+        assert isinstance(self.params, InternVLParams)
+        self.p = params = self.params
         self._kernel = _native.Processor(
             tile_size=params.tile_size,
             image_mean=params.image_mean,

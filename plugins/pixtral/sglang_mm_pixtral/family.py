@@ -66,10 +66,9 @@ class PixtralFamily(mm.Family):
     offers_compact: ClassVar[bool] = True
 
     def __init__(self, params: mm.FamilyParams) -> None:
-        if not isinstance(params, PixtralParams):
-            params = PixtralParams.model_validate(params.model_dump())
         super().__init__(params)
-        self.p: PixtralParams = params
+        assert isinstance(self.params, PixtralParams)
+        self.p = params = self.params
         self._table = _native.normalize_table(params.image_mean, params.image_std, params.resample)
 
     # -- geometry ---------------------------------------------------------------------------

@@ -45,11 +45,9 @@ class QwenVLFamily(Family):
     offers_compact: ClassVar[bool] = True
 
     def __init__(self, params: FamilyParams | dict[str, Any] | None = None) -> None:
-        if not isinstance(params, QwenVLParams):
-            raw = params.model_dump() if isinstance(params, FamilyParams) else (params or {})
-            params = QwenVLParams.model_validate(raw)
         super().__init__(params)
-        self.p: QwenVLParams = params
+        assert isinstance(self.params, QwenVLParams)
+        self.p = params = self.params
         self._kernel = _native.Processor(
             patch_size=params.patch_size,
             merge_size=params.merge_size,

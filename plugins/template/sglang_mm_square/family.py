@@ -43,10 +43,9 @@ class Square(mm.Family):
     )
 
     def __init__(self, params: mm.FamilyParams) -> None:
-        if not isinstance(params, SquareParams):
-            params = SquareParams.model_validate(params.model_dump())
         super().__init__(params)
-        self.p: SquareParams = params
+        assert isinstance(self.params, SquareParams)
+        self.p = self.params
 
     def process_item(self, image: npt.NDArray[np.uint8], *, threads: int = 1) -> mm.ProcessedItem:
         p = self.p
