@@ -74,7 +74,9 @@ class ServerConfig:
     ``max_header_bytes``: the most a request line plus headers may take (else 431).
     ``keep_alive_s``: an idle keep-alive connection is closed after it.
     ``shutdown_s``: how long a graceful stop waits for in-flight requests (slow uploads are
-    cut off at it)."""
+    cut off at it). Connections with no request in progress are kept for min(1 s, half of
+    it), so that a request sent just before the stop gets its 503 rather than a dropped
+    connection."""
 
     workers: int
     queue_size: int = DEFAULT_QUEUE_SIZE

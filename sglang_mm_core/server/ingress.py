@@ -75,7 +75,9 @@ def uvicorn_server(
         log_level=log_level,
         access_log=False,
         lifespan="off",
-        http=guarded_protocol(settings.header_timeout_s, settings.max_header_bytes),
+        http=guarded_protocol(
+            settings.header_timeout_s, settings.max_header_bytes, settings.shutdown_s
+        ),
         timeout_graceful_shutdown=max(1, int(settings.shutdown_s + 0.999)),
         timeout_keep_alive=settings.keep_alive_s,  # type: ignore[arg-type]  # a float works
         server_header=False,

@@ -510,6 +510,55 @@ def test_sigterm_exits_0_within_the_shutdown_bound(
             proc.wait()
 
 
+def _listener_closed(url: str, within: float) -> bool:
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        try:
+            _connect(url).close()
+        except OSError:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_a_request_sent_as_the_stop_begins_gets_503_not_a_dropped_connection(
+    fam: FamilySetup, tmp_path: Path, images: dict[str, bytes]
+) -> None:
+    """A fresh connection and an idle keep-alive one, both open when SIGTERM arrives: a
+    request sent on them after the listener closed is answered, and the connection closes."""
+    url, proc = start_serve(fam.spec(), tmp_path, "--shutdown-s", "4")
+    body = json.dumps({"input_ids": fam.prompt(1), "images": [data_url(images["png_56x56"])]})
+    request = (
+        f"POST /v1/preprocess HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n\r\n{body}"
+    ).encode()
+    try:
+        fresh, reused = _connect(url), _connect(url)
+        reused.sendall(request)
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += reused.recv(1 << 16)
+        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+        rest = len(head.split(b"\r\n\r\n", 1)[1])
+        while rest < length:
+            rest += len(reused.recv(1 << 16))
+        assert head.startswith(b"HTTP/1.1 200"), head[:100]
+        time.sleep(0.2)  # the fresh connection has been accepted
+        proc.send_signal(signal.SIGTERM)
+        assert _listener_closed(url, 5)
+        for sock in (fresh, reused):
+            sock.sendall(request)
+        for sock in (fresh, reused):
+            got, took = _closed_within(sock, REJECT_S)
+            assert got.startswith(b"HTTP/1.1 503"), got[:200]
+            assert b"connection: close" in got.lower()
+        assert proc.wait(10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_sigterm_under_load_answers_every_request_and_exits_0(
     fam: FamilySetup, tmp_path: Path, images: dict[str, bytes]
 ) -> None:
