@@ -63,6 +63,24 @@ PIL_RESAMPLE_NAMES = {
 }
 
 
+#: Preprocessor keys that name or route the processor, or choose the returned container or
+#: device, in every HuggingFace image processor: they never change a pixel, so
+#: `check_hf_settings` accepts them for every family.
+HF_INERT_KEYS: frozenset[str] = frozenset(
+    {
+        "processor_class",
+        "_processor_class",
+        "image_processor_type",
+        "auto_map",
+        "return_tensors",
+        "data_format",
+        "input_data_format",
+        "device",
+        "disable_grouping",
+    }
+)
+
+
 def check_hf_settings(
     preprocessor_config: Mapping[str, Any],
     *,
@@ -74,13 +92,13 @@ def check_hf_settings(
     rescale_factor: float = 1 / 255,
 ) -> None:
     """Refuse, naming the key, every preprocessor setting a family cannot reproduce bit for
-    bit: keys neither ``handled`` nor ``inert``, ``required`` keys set to another value,
+    bit: keys neither ``handled`` nor ``inert`` (nor one of `HF_INERT_KEYS`), ``required`` keys set to another value,
     ``must_be_off`` keys switched on, and another ``resample`` or ``rescale_factor``. A key
     set to ``null`` means HF's default and passes. The one rule every ``spec_from_hf`` applies
     before it maps the values it handles."""
     pp = preprocessor_config
     for key in pp:
-        if key not in handled and key not in inert:
+        if key not in handled and key not in inert and key not in HF_INERT_KEYS:
             raise SpecError(
                 f"preprocessor setting {key!r} is not supported: "
                 "its effect cannot be reproduced exactly"
@@ -110,6 +128,7 @@ def check_hf_settings(
 
 
 __all__ = [
+    "HF_INERT_KEYS",
     "MODEL_CONFIG",
     "PIL_RESAMPLE_NAMES",
     "PREPROCESSOR_CONFIG",

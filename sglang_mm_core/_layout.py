@@ -10,6 +10,7 @@ from typing import Any, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
+from . import _native
 from .errors import LayoutError
 
 
@@ -53,12 +54,58 @@ class Media:
 Segment: TypeAlias = Text | Media
 
 
-@dataclass(frozen=True)
 class TokenLayout:
-    segments: tuple[Segment, ...]
+    """A prompt's expansion: its segments in order (immutable, compared by segments).
+
+    `layout_by_placeholder` builds one in a compact form (the placeholders' indices and
+    counts) that `apply_layout` expands natively; ``segments`` is then built on first use."""
+
+    __slots__ = ("_repeats", "_segments")
+
+    _segments: tuple[Segment, ...] | None
+    #: ``(prompt length, placeholder indices, token, counts)`` of the compact form
+    _repeats: tuple[int, list[int], int, list[int]] | None
 
     def __init__(self, segments: Sequence[Segment]):
-        object.__setattr__(self, "segments", tuple(segments))
+        object.__setattr__(self, "_segments", tuple(segments))
+        object.__setattr__(self, "_repeats", None)
+
+    @classmethod
+    def _of_repeats(cls, n_src: int, at: list[int], token: int, counts: list[int]) -> TokenLayout:
+        out = cls.__new__(cls)
+        object.__setattr__(out, "_segments", None)
+        object.__setattr__(out, "_repeats", (n_src, at, token, counts))
+        return out
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        if self._segments is None:
+            assert self._repeats is not None
+            n_src, at, token, counts = self._repeats
+            patterns = [Repeat(token, c) for c in counts]
+            object.__setattr__(self, "_segments", _placeholder_segments(n_src, at, patterns))
+        assert self._segments is not None
+        return self._segments
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"TokenLayout is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"TokenLayout is immutable: cannot delete {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TokenLayout):
+            return NotImplemented
+        return self.segments == other.segments
+
+    def __hash__(self) -> int:
+        return hash(self.segments)
+
+    def __repr__(self) -> str:
+        return f"TokenLayout(segments={self.segments!r})"
+
+    def __reduce__(self) -> tuple[type[TokenLayout], tuple[tuple[Segment, ...]]]:
+        return (TokenLayout, (self.segments,))
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,6 +139,11 @@ def apply_layout(
     """Expand ``input_ids`` by ``layout`` for ``n_items`` media items (the rules are in
     docs/plugins.md, under ``layout``)."""
     src = np.asarray(input_ids, dtype=np.int64)
+    rep = layout._repeats
+    if rep is not None and src.ndim == 1 and rep[0] == len(src) and len(rep[1]) == n_items:
+        got = _native.expand_repeats(np.ascontiguousarray(src), rep[1], rep[2], rep[3])
+        if got is not None:
+            return Expanded(got[0], got[1])
     n_src = len(src)
     parts: list[npt.NDArray[np.int64]] = []
     offsets: list[tuple[int, int] | None] = [None] * n_items
@@ -132,31 +184,65 @@ def layout_by_placeholder(
     input_ids: Sequence[int] | npt.NDArray[Any], placeholder_id: int, counts: Sequence[int]
 ) -> TokenLayout:
     """One ``Media(k, Repeat(placeholder_id, counts[k]))`` per placeholder, text in between."""
-    return layout_by_placeholder_patterns(
-        input_ids, placeholder_id, [Repeat(placeholder_id, c) for c in counts]
-    )
+    src = _flat_ids(input_ids)
+    at = _indices(src, placeholder_id)
+    if len(at) != len(counts):
+        raise _count_mismatch(len(at), len(counts))
+    return TokenLayout._of_repeats(len(src), at, int(placeholder_id), [int(c) for c in counts])
 
 
 def layout_by_placeholder_patterns(
     input_ids: Sequence[int] | npt.NDArray[Any], placeholder_id: int, patterns: Sequence[Pattern]
 ) -> TokenLayout:
     """Like `layout_by_placeholder`, with any pattern per item (e.g. `Explicit` tiles)."""
-    src = np.asarray(input_ids, dtype=np.int64).reshape(-1)
-    where = (src == placeholder_id).nonzero()[0]
-    if len(where) != len(patterns):
-        raise LayoutError(
-            f"prompt has {len(where)} media placeholder(s) but {len(patterns)} media item(s)"
-        )
+    src = _flat_ids(input_ids)
+    at = _indices(src, placeholder_id)
+    if len(at) != len(patterns):
+        raise _count_mismatch(len(at), len(patterns))
+    return TokenLayout(_placeholder_segments(len(src), at, patterns))
+
+
+def placeholder_indices(input_ids: Sequence[int] | npt.NDArray[Any], token: int) -> list[int]:
+    """The indices of ``token`` in the prompt, ascending (a native scan: families call this
+    under the GIL on every request)."""
+    return _indices(_flat_ids(input_ids), token)
+
+
+def _indices(src: npt.NDArray[np.int64], token: int) -> list[int]:
+    try:
+        return _native.token_indices(src, token)
+    except OverflowError:  # a token id no int64 holds occurs nowhere
+        return []
+
+
+def _flat_ids(input_ids: Sequence[int] | npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+    if (
+        type(input_ids) is np.ndarray
+        and input_ids.dtype == np.int64
+        and input_ids.ndim == 1
+        and input_ids.flags.c_contiguous
+    ):
+        return input_ids  # what the driver passes: no copy, no new view
+    return np.ascontiguousarray(input_ids, dtype=np.int64).reshape(-1)
+
+
+def _count_mismatch(placeholders: int, items: int) -> LayoutError:
+    return LayoutError(f"prompt has {placeholders} media placeholder(s) but {items} media item(s)")
+
+
+def _placeholder_segments(
+    n_src: int, at: Sequence[int], patterns: Sequence[Pattern]
+) -> tuple[Segment, ...]:
     segments: list[Segment] = []
     start = 0
-    for k, pos in enumerate(where.tolist()):
+    for k, pos in enumerate(at):
         if pos > start:
             segments.append(Text(start, pos))
         segments.append(Media(k, patterns[k]))
         start = pos + 1
-    if start < len(src):
-        segments.append(Text(start, len(src)))
-    return TokenLayout(segments)
+    if start < n_src:
+        segments.append(Text(start, n_src))
+    return tuple(segments)
 
 
 __all__ = [
@@ -171,4 +257,5 @@ __all__ = [
     "apply_layout",
     "layout_by_placeholder",
     "layout_by_placeholder_patterns",
+    "placeholder_indices",
 ]

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from . import _native
 from .errors import LayoutError
 
 
@@ -46,8 +47,24 @@ def mrope_positions(
     One pass in token order with a running position: a text run takes the next positions on
     all three rows; an image block takes its ``(t, h, w)`` pattern on top of the running
     position, which then moves on by ``max(t, h, w)``. The last running position is
-    ``max(positions) + 1``, so ``delta`` needs no reduction. A few numpy calls per segment:
-    this runs under the GIL for every request."""
+    ``max(positions) + 1``, so ``delta`` needs no reduction. This runs under the GIL for every
+    request, so the walk is native; what it refuses comes here, which names the fault."""
+    try:
+        got = _native.mrope_positions(length, offsets, grids)
+    except (TypeError, OverflowError):  # not plain integers: the walk below decides
+        got = None
+    if got is not None:
+        return MRope(got[0], got[1])
+    return _mrope_positions_py(length, offsets, grids)
+
+
+def _mrope_positions_py(
+    length: int,
+    offsets: Sequence[tuple[int, int]],
+    grids: Sequence[tuple[int, int, int]],
+) -> MRope:
+    """The same walk in numpy: the reference the native one is tested against, and the path
+    that raises for blocks that do not fit."""
     if len(offsets) != len(grids):
         raise LayoutError(f"{len(offsets)} offset pair(s) but {len(grids)} grid(s)")
     pos = np.empty((3, length), dtype=np.int64)

@@ -14,6 +14,7 @@ from ._layout import (
     apply_layout,
     layout_by_placeholder,
     layout_by_placeholder_patterns,
+    placeholder_indices,
 )
 
 warn_moved_module(__name__, "sglang_mm_core.plugin")
@@ -30,4 +31,5 @@ __all__ = [
     "apply_layout",
     "layout_by_placeholder",
     "layout_by_placeholder_patterns",
+    "placeholder_indices",
 ]

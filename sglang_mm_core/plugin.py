@@ -15,6 +15,7 @@ for one release, then removed.
 - what ``layout`` returns: `TokenLayout` of `Text` and `Media` segments whose pattern is a
   `Repeat` or an `Explicit`, usually built by `layout_by_placeholder` or
   `layout_by_placeholder_patterns`; `apply_layout` is what the driver does with it;
+  `placeholder_indices` finds a token in a prompt (a native scan, for a family's own checks);
 - what ``positions`` returns: `Rope1D`, or `MRope` from `mrope_positions`;
 - the entry point hook marker `hookimpl`;
 - the one thread decision, for a family's own direct API: `resolve_threads` (the pool size
@@ -24,7 +25,8 @@ for one release, then removed.
 - shared params field types: `ChannelMean`, `ChannelStd` (finite; std non-zero);
 - shared helpers: `as_rgb` (the RGB uint8 check), `CLIP_MEAN` / `CLIP_STD`,
   `IMAGENET_STANDARD_MEAN` / `IMAGENET_STANDARD_STD`, `DEFAULT_MAX_PIXELS` /
-  `DEFAULT_MAX_SIDE`, and for ``spec_from_hf``: `check_hf_settings`, `hf_configs`, `load_model_dir`,
+  `DEFAULT_MAX_SIDE`, and for ``spec_from_hf``: `check_hf_settings` (with `HF_INERT_KEYS`,
+  the keys it accepts for every family), `hf_configs`, `load_model_dir`,
   `read_json_object`; `deprecated_aliases`, to retire a plugin's own names the way the
   core retires its.
 
@@ -43,7 +45,7 @@ from ._family import (
     FeatureShape,
     Size,
 )
-from ._hf import check_hf_settings, hf_configs, load_model_dir, read_json_object
+from ._hf import HF_INERT_KEYS, check_hf_settings, hf_configs, load_model_dir, read_json_object
 from ._layout import (
     Explicit,
     Media,
@@ -55,6 +57,7 @@ from ._layout import (
     apply_layout,
     layout_by_placeholder,
     layout_by_placeholder_patterns,
+    placeholder_indices,
 )
 from ._params import ChannelMean, ChannelStd
 from ._positions import MRope, Rope1D, mrope_positions
@@ -80,6 +83,7 @@ from .errors import (
 from .registry import hookimpl
 
 __all__ = [
+    "HF_INERT_KEYS",
     "CLIP_MEAN",
     "CLIP_STD",
     "DEFAULT_CONFORMANCE_SIZES",
@@ -126,6 +130,7 @@ __all__ = [
     "layout_by_placeholder_patterns",
     "load_model_dir",
     "mrope_positions",
+    "placeholder_indices",
     "read_json_object",
     "resolve_threads",
 ]

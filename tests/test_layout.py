@@ -115,3 +115,64 @@ def test_random_layouts_against_naive_expansion() -> None:
                 want.append(t)
         assert out.input_ids.tolist() == want
         assert out.offsets == offsets
+
+
+def test_placeholder_layouts_expand_like_their_segments() -> None:
+    """`layout_by_placeholder`'s compact form (expanded natively) and the same segments
+    given explicitly (the general path) agree, from lists and from arrays."""
+    rng = np.random.default_rng(2)
+    for _ in range(200):
+        ids = rng.integers(2, 6, int(rng.integers(1, 40)))
+        counts = rng.integers(1, 5, int((ids == 2).sum())).tolist()
+        fast = layout_by_placeholder(ids, 2, counts)
+        general = TokenLayout(list(fast.segments))
+        for src in (ids, ids.tolist(), ids.astype(np.int32)):
+            a = apply_layout(src, fast, len(counts))
+            b = apply_layout(src, general, len(counts))
+            assert a.input_ids.dtype == b.input_ids.dtype == np.int64
+            np.testing.assert_array_equal(a.input_ids, b.input_ids)
+            assert a.offsets == b.offsets
+
+
+@pytest.mark.parametrize(
+    ("ids", "counts", "apply_to", "n_items", "message"),
+    [
+        ([7, 1, 8], [0], [7, 1, 8], 1, "at least one"),
+        ([7, 1, 8], [-2], [7, 1, 8], 1, "at least one"),
+        ([7, 1, 8], [2], [7, 1, 8, 9], 1, "unconsumed"),
+        ([7, 1, 8], [2], [7, 1], 1, "within the 2"),
+        ([7, 1, 8], [2], [7, 1, 8], 2, "never places"),
+        ([7, 1, 8], [2], [7, 1, 8], 0, "has 0"),
+    ],
+)
+def test_placeholder_layouts_refused_like_their_segments(
+    ids: list[int], counts: list[int], apply_to: list[int], n_items: int, message: str
+) -> None:
+    fast = layout_by_placeholder(ids, 1, counts)
+    for layout in (fast, TokenLayout(list(fast.segments))):
+        with pytest.raises(LayoutError, match=message):
+            apply_layout(apply_to, layout, n_items)
+
+
+def test_token_layout_is_an_immutable_value() -> None:
+    import pickle
+
+    fast = layout_by_placeholder([7, 1, 8], 1, [2])
+    general = TokenLayout([Text(0, 1), Media(0, Repeat(1, 2)), Text(2, 3)])
+    assert fast == general and hash(fast) == hash(general)
+    assert repr(fast) == repr(general)
+    assert pickle.loads(pickle.dumps(fast)) == general
+    assert fast != TokenLayout([Text(0, 1), Media(0, Repeat(1, 3)), Text(2, 3)])
+    with pytest.raises(AttributeError, match="immutable"):
+        fast.segments = ()  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="immutable"):
+        general.x = 1  # type: ignore[attr-defined]
+
+
+def test_placeholder_indices() -> None:
+    from sglang_mm_core.plugin import placeholder_indices
+
+    assert placeholder_indices([1, 5, 1, 1], 1) == [0, 2, 3]
+    assert placeholder_indices(np.array([[1, 5], [1, 1]]), 1) == [0, 2, 3]
+    assert placeholder_indices([1, 5], 2**70) == []
+    assert placeholder_indices(np.arange(1 << 16), 40000) == [40000]

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from sglang_mm_core import LayoutError, MRope, Rope1D, mrope_positions
+from sglang_mm_core._positions import _mrope_positions_py
 
 
 def test_qwen_vl_md_one_image() -> None:
@@ -63,18 +64,23 @@ def naive_mrope(length: int, offsets: list[tuple[int, int]], grids: list[tuple[i
     return pos, int(pos.max()) + 1 - length
 
 
-def test_random_against_naive() -> None:
+@pytest.mark.parametrize("impl", ["native", "numpy"])
+def test_random_against_naive(impl: str) -> None:
+    """Both walks (the native one `mrope_positions` runs, and the numpy one it falls back to
+    for blocks that do not fit) against the spec's loop; offsets in any order."""
+    fn = mrope_positions if impl == "native" else _mrope_positions_py
     rng = np.random.default_rng(1)
-    for _ in range(100):
+    for _ in range(200):
         offsets, grids, cursor = [], [], int(rng.integers(0, 5))
         for _ in range(int(rng.integers(0, 4))):
-            g = (1, int(rng.integers(1, 6)), int(rng.integers(1, 6)))
+            g = (int(rng.integers(1, 3)), int(rng.integers(1, 6)), int(rng.integers(1, 6)))
             n = g[0] * g[1] * g[2]
             offsets.append((cursor, cursor + n - 1))
             grids.append(g)
             cursor += n + int(rng.integers(0, 4))
         length = max(cursor, 1)
-        got = mrope_positions(length, offsets, grids)
+        order = rng.permutation(len(offsets))
+        got = fn(length, [offsets[k] for k in order], [grids[k] for k in order])
         want, delta = naive_mrope(length, offsets, grids)
         np.testing.assert_array_equal(got.positions, want)
         assert got.delta == delta
@@ -99,6 +105,18 @@ def test_random_against_naive() -> None:
 def test_mrope_rejects_bad_blocks(length: int, offsets, grids, message: str) -> None:
     with pytest.raises(LayoutError, match=message):
         mrope_positions(length, offsets, grids)
+
+
+@pytest.mark.parametrize("grid", [(0, 1, 1), (-1, -1, 1), (1, 2**40, 2**40), (1.0, 1, 1)], ids=repr)
+def test_grids_the_native_walk_refuses_get_the_general_paths_answer(grid) -> None:
+    """Zero, negative, overflowing or non-integer grids: the same outcome as the numpy walk
+    (a `LayoutError` naming the block, or numpy's own error for a nonsense grid)."""
+    with pytest.raises(Exception) as native:
+        mrope_positions(4, [(0, 0)], [grid])
+    with pytest.raises(Exception) as numpy_walk:
+        _mrope_positions_py(4, [(0, 0)], [grid])
+    assert type(native.value) is type(numpy_walk.value)
+    assert str(native.value) == str(numpy_walk.value)
 
 
 def test_rope1d_and_equality() -> None:

@@ -33,16 +33,8 @@ TEKKEN = {"[IMG]": 10, "[IMG_BREAK]": 12, "[IMG_END]": 13}
 
 _REQUIRED = {"do_resize": True, "do_rescale": True, "do_normalize": True, "do_convert_rgb": True}
 _MUST_BE_OFF = ("do_center_crop",)
+# Keys that do not change this processor's pixels, beyond the core's HF_INERT_KEYS.
 _INERT = {
-    "processor_class",
-    "image_processor_type",
-    "auto_map",
-    "_processor_class",
-    "return_tensors",
-    "data_format",
-    "input_data_format",
-    "device",
-    "disable_grouping",
     "default_to_square",
     "crop_size",
     # batching only: each of our features is its own size, HF's unpadded region

@@ -25,6 +25,7 @@ from sglang_mm_core.plugin import (
     deprecated_aliases,
     layout_by_placeholder,
     mrope_positions,
+    placeholder_indices,
 )
 
 from . import _native
@@ -144,13 +145,10 @@ class QwenVLFamily(Family):
         the placeholders (one per image, at most ``limits.max_items``), not a dozen numpy
         calls: this runs under the GIL on every request."""
         p = self.p
-        where = (ids == p.image_token_id).nonzero()[0].tolist()
         last = len(ids) - 1
         start, end = p.vision_start_token_id, p.vision_end_token_id
-        for k, i in enumerate(where):
-            before = int(ids[i - 1]) if i > 0 else -1
-            after = int(ids[i + 1]) if i < last else -1
-            if before != start or after != end:
+        for k, i in enumerate(placeholder_indices(ids, p.image_token_id)):
+            if i == 0 or i == last or ids[i - 1] != start or ids[i + 1] != end:
                 raise LayoutError(
                     f"image placeholder {k} (token {i}, id {p.image_token_id}) is not "
                     f"between vision_start_token_id {start} and "

@@ -48,18 +48,9 @@ _REQUIRED: dict[str, Any] = {
     "do_convert_rgb": True,
 }
 _MUST_BE_OFF = ("do_center_crop", "do_pad", "do_reduce_labels")
-# Keys that do not change the image path of this processor.
+# Keys that do not change this processor's pixels, beyond the core's HF_INERT_KEYS.
 _INERT = {
-    "processor_class",
-    "image_processor_type",
     "feature_extractor_type",
-    "auto_map",
-    "_processor_class",
-    "return_tensors",
-    "data_format",
-    "input_data_format",
-    "device",
-    "disable_grouping",
     "default_to_square",
     "crop_size",
     "pad_size",

@@ -5,11 +5,12 @@ use mm_kernels::decode::{self, Alpha, DecodeOptions};
 use mm_kernels::resize::{self, PassOrder, Resample};
 use mm_kernels::{b64, dims, hash, limits, KernelError, Par};
 use mm_pyglue::{array_from_vec, bytes_snapshot, rgb_view, to_pyerr};
-use numpy::{PyArrayDyn, PyReadonlyArray3};
+use numpy::{PyArrayDyn, PyReadonlyArray1, PyReadonlyArray3};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes};
 
 mod body_shape;
+mod layout;
 
 /// Run `f` over the bytes of a bytes-like object (see `mm_pyglue::bytes_snapshot`).
 fn with_bytes<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
@@ -220,6 +221,86 @@ fn json_shape(
     })
 }
 
+/// Prompts at least this long are expanded or positioned with the GIL released.
+const DETACH_TOKENS: usize = 1 << 15;
+
+/// Indices of `token` in a contiguous int64 id array.
+#[pyfunction]
+fn token_indices(
+    py: Python<'_>,
+    ids: PyReadonlyArray1<'_, i64>,
+    token: i64,
+) -> PyResult<Vec<usize>> {
+    let src = ids.as_slice()?;
+    if src.len() >= DETACH_TOKENS {
+        return Ok(py.detach(|| layout::token_indices(src, token)));
+    }
+    Ok(layout::token_indices(src, token))
+}
+
+/// The expanded ids (an int64 array) and each item's inclusive offsets.
+type ExpandedIds<'py> = (Bound<'py, PyArrayDyn<i64>>, Vec<(i64, i64)>);
+
+/// ``(expanded ids, [(first, last)])`` when placeholder ``at[k]`` becomes ``counts[k]``
+/// copies of ``token``; None when the arguments do not describe such an expansion (the
+/// caller's general path then names what is wrong).
+#[pyfunction]
+fn expand_repeats<'py>(
+    py: Python<'py>,
+    ids: PyReadonlyArray1<'py, i64>,
+    at: Vec<usize>,
+    token: i64,
+    counts: Vec<i64>,
+) -> PyResult<Option<ExpandedIds<'py>>> {
+    let src = ids.as_slice()?;
+    let got = if src.len() >= DETACH_TOKENS {
+        py.detach(|| layout::expand_repeats(src, &at, token, &counts))
+    } else {
+        layout::expand_repeats(src, &at, token, &counts)
+    };
+    match got {
+        Some((out, offsets)) => {
+            let n = out.len();
+            Ok(Some((array_from_vec(py, out, &[n])?, offsets)))
+        }
+        None => Ok(None),
+    }
+}
+
+/// Image-only MRoPE: ``(int64 [3, length] positions, delta)`` for the inclusive ``offsets``
+/// and merged ``grids``; None when they do not fit (the caller's general path names why).
+#[pyfunction]
+fn mrope_positions<'py>(
+    py: Python<'py>,
+    length: usize,
+    offsets: Vec<(i64, i64)>,
+    grids: Vec<(i64, i64, i64)>,
+) -> PyResult<Option<(Bound<'py, PyArrayDyn<i64>>, i64)>> {
+    if offsets.len() != grids.len() {
+        return Ok(None);
+    }
+    let mut blocks: Vec<layout::Block> = offsets
+        .iter()
+        .zip(&grids)
+        .map(|(&(start, end), &(t, h, w))| layout::Block {
+            start,
+            end,
+            t,
+            h,
+            w,
+        })
+        .collect();
+    let got = if length >= DETACH_TOKENS {
+        py.detach(|| layout::mrope_positions(length, &mut blocks))
+    } else {
+        layout::mrope_positions(length, &mut blocks)
+    };
+    match got {
+        Some((pos, delta)) => Ok(Some((array_from_vec(py, pos, &[3, length])?, delta))),
+        None => Ok(None),
+    }
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(image_decode_rgb, m)?)?;
@@ -232,6 +313,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(base64_decode, m)?)?;
     m.add_function(wrap_pyfunction!(parallel_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(json_shape, m)?)?;
+    m.add_function(wrap_pyfunction!(token_indices, m)?)?;
+    m.add_function(wrap_pyfunction!(expand_repeats, m)?)?;
+    m.add_function(wrap_pyfunction!(mrope_positions, m)?)?;
     m.add("DEFAULT_MAX_PIXELS", limits::MAX_IMAGE_PIXELS)?;
     m.add("DEFAULT_MAX_SIDE", limits::MAX_IMAGE_SIDE)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
