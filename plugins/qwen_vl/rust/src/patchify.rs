@@ -191,13 +191,26 @@ pub fn block_codes(band: &[u8], width: usize, p: Patching, g: &Grid, out: &mut [
         for (j, row) in block_row.chunks_exact_mut(code_row).enumerate() {
             let (mw, mh, bw) = (j % m, (j / m) % m, j / (m * m));
             let (y0, x0) = (mh * ps, (bw * m + mw) * ps);
-            for py in 0..ps {
+            // De-interleave each pixel line into the three channel planes; zipped slices
+            // rather than computed indices, so the loop has no bounds checks.
+            let (red, rest) = row.split_at_mut(plane);
+            let (green, blue) = rest.split_at_mut(plane);
+            let lines = red
+                .chunks_exact_mut(ps)
+                .zip(green.chunks_exact_mut(ps))
+                .zip(blue.chunks_exact_mut(ps));
+            for (py, ((r, gr), bl)) in lines.enumerate() {
                 let at = (y0 + py) * stride + x0 * 3;
                 let line = &rows[at..at + ps * 3];
-                for (px, pixel) in line.chunks_exact(3).enumerate() {
-                    for (c, &v) in pixel.iter().enumerate() {
-                        row[c * plane + py * ps + px].write(v);
-                    }
+                for (((r, gr), bl), pixel) in r
+                    .iter_mut()
+                    .zip(gr.iter_mut())
+                    .zip(bl.iter_mut())
+                    .zip(line.chunks_exact(3))
+                {
+                    r.write(pixel[0]);
+                    gr.write(pixel[1]);
+                    bl.write(pixel[2]);
                 }
             }
         }
