@@ -1,6 +1,10 @@
 """The values that cross the boundaries: what a family returns per item, what a request brings
 and what the pipeline hands back. Plain frozen dataclasses over numpy arrays, so they pickle,
-compare and convert (torch, ml_dtypes) without pulling those libraries in."""
+compare and convert (torch, ml_dtypes) without pulling those libraries in.
+
+The ones built on every request write their fields in a hand-written ``__init__`` (straight
+into the instance dict, which a frozen dataclass's generated one does through
+``object.__setattr__`` per field): a few microseconds of GIL time per request."""
 
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ _NUMPY_FOR: dict[str, np.dtype[Any]] = {
 }
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class Tensor:
     """A C-contiguous numpy array plus a dtype tag; ``bfloat16`` travels as ``uint16`` bits
     because numpy has no bfloat16 of its own."""
@@ -35,18 +39,19 @@ class Tensor:
     array: npt.NDArray[Any]
     dtype: DType
 
-    def __post_init__(self) -> None:
-        want = _NUMPY_FOR.get(self.dtype)
+    def __init__(self, array: npt.NDArray[Any], dtype: DType) -> None:
+        want = _NUMPY_FOR.get(dtype)
         if want is None:
-            raise ValueError(f"unknown tensor dtype tag {self.dtype!r}")
-        if self.array.dtype != want:
-            raise ValueError(
-                f"tensor tagged {self.dtype} must hold {want} values, got {self.array.dtype}"
-            )
-        if not self.array.flags.c_contiguous:
+            raise ValueError(f"unknown tensor dtype tag {dtype!r}")
+        if array.dtype != want:
+            raise ValueError(f"tensor tagged {dtype} must hold {want} values, got {array.dtype}")
+        if not array.flags.c_contiguous:
             # A broadcast view (e.g. repeated frames) is allowed only when it says so.
-            if not (self.array.flags.writeable is False and 0 in self.array.strides):
+            if not (array.flags.writeable is False and 0 in array.strides):
                 raise ValueError("tensor arrays must be C-contiguous")
+        d = self.__dict__
+        d["array"] = array
+        d["dtype"] = dtype
 
     @classmethod
     def of(cls, array: npt.NDArray[Any], dtype: DType | None = None) -> Tensor:
@@ -79,7 +84,7 @@ class Tensor:
     __hash__ = None  # type: ignore[assignment]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Geometry:
     """Where an item's pixels ended up: the resized ``(height, width)`` and the family's token
     grid (Qwen: ``(t, gh, gw)`` in patches; Inkling: ``(nph, npw)``)."""
@@ -88,8 +93,14 @@ class Geometry:
     width: int
     grid: tuple[int, ...]
 
+    def __init__(self, height: int, width: int, grid: tuple[int, ...]) -> None:
+        d = self.__dict__
+        d["height"] = height
+        d["width"] = width
+        d["grid"] = grid
 
-@dataclass(frozen=True, eq=False)
+
+@dataclass(frozen=True, eq=False, init=False)
 class ProcessedItem:
     """One image after the family's kernel: the feature the vision tower eats, auxiliary tensors
     (e.g. ``image_grid_thw``) and the geometry the layout and positions are derived from.
@@ -98,6 +109,14 @@ class ProcessedItem:
     feature: Tensor | CompactTensor
     aux: Mapping[str, Tensor]
     geometry: Geometry
+
+    def __init__(
+        self, feature: Tensor | CompactTensor, aux: Mapping[str, Tensor], geometry: Geometry
+    ) -> None:
+        d = self.__dict__
+        d["feature"] = feature
+        d["aux"] = aux
+        d["geometry"] = geometry
 
 
 Source: TypeAlias = bytes | bytearray | memoryview | str
@@ -113,7 +132,7 @@ class MmInput:
     rid: str | None = None
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class MmItem:
     """One image of the answer; ``feature`` is a `CompactTensor` under ``compact=True``."""
 
@@ -123,8 +142,23 @@ class MmItem:
     geometry: Geometry
     tokens: int
 
+    def __init__(
+        self,
+        feature: Tensor | CompactTensor,
+        aux: Mapping[str, Tensor],
+        hash: int,
+        geometry: Geometry,
+        tokens: int,
+    ) -> None:
+        d = self.__dict__
+        d["feature"] = feature
+        d["aux"] = aux
+        d["hash"] = hash
+        d["geometry"] = geometry
+        d["tokens"] = tokens
 
-@dataclass(frozen=True, eq=False)
+
+@dataclass(frozen=True, eq=False, init=False)
 class MmOutput:
     """The model-ready result of one request; offsets are inclusive ``(start, end)`` indices
     into ``input_ids``, one pair per item."""
@@ -137,6 +171,27 @@ class MmOutput:
     spec_fingerprint: str
     rid: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __init__(
+        self,
+        input_ids: npt.NDArray[np.int64],
+        items: list[MmItem],
+        offsets: list[tuple[int, int]],
+        positions: Rope1D | MRope,
+        family: str,
+        spec_fingerprint: str,
+        rid: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        d = self.__dict__
+        d["input_ids"] = input_ids
+        d["items"] = items
+        d["offsets"] = offsets
+        d["positions"] = positions
+        d["family"] = family
+        d["spec_fingerprint"] = spec_fingerprint
+        d["rid"] = rid
+        d["extra"] = {} if extra is None else extra
 
     @property
     def hashes(self) -> list[int]:

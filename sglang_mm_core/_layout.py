@@ -108,12 +108,17 @@ class TokenLayout:
         return (TokenLayout, (self.segments,))
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class Expanded:
     """The result of `apply_layout`: the expanded ids and each item's inclusive offsets."""
 
     input_ids: npt.NDArray[np.int64]
     offsets: list[tuple[int, int]]
+
+    def __init__(self, input_ids: npt.NDArray[np.int64], offsets: list[tuple[int, int]]) -> None:
+        d = self.__dict__  # built on every request: no per-field object.__setattr__
+        d["input_ids"] = input_ids
+        d["offsets"] = offsets
 
 
 def _pattern_ids(pattern: Pattern) -> tuple[npt.NDArray[np.int64], int, int]:
@@ -138,12 +143,17 @@ def apply_layout(
 ) -> Expanded:
     """Expand ``input_ids`` by ``layout`` for ``n_items`` media items (the rules are in
     docs/plugins.md, under ``layout``)."""
-    src = np.asarray(input_ids, dtype=np.int64)
     rep = layout._repeats
-    if rep is not None and src.ndim == 1 and rep[0] == len(src) and len(rep[1]) == n_items:
-        got = _native.expand_repeats(np.ascontiguousarray(src), rep[1], rep[2], rep[3])
-        if got is not None:
-            return Expanded(got[0], got[1])
+    if rep is not None:
+        src = _flat_ids(input_ids) if np.ndim(input_ids) == 1 else None
+        if src is not None and rep[0] == len(src) and len(rep[1]) == n_items:
+            try:
+                got = _native.expand_repeats(src, rep[1], rep[2], rep[3])
+            except (TypeError, OverflowError):  # counts that are not int64s: see below
+                got = None
+            if got is not None:
+                return Expanded(got[0], got[1])
+    src = np.asarray(input_ids, dtype=np.int64)
     n_src = len(src)
     parts: list[npt.NDArray[np.int64]] = []
     offsets: list[tuple[int, int] | None] = [None] * n_items
@@ -188,7 +198,7 @@ def layout_by_placeholder(
     at = _indices(src, placeholder_id)
     if len(at) != len(counts):
         raise _count_mismatch(len(at), len(counts))
-    return TokenLayout._of_repeats(len(src), at, int(placeholder_id), [int(c) for c in counts])
+    return TokenLayout._of_repeats(len(src), at, int(placeholder_id), list(counts))
 
 
 def layout_by_placeholder_patterns(
