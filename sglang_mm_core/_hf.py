@@ -92,10 +92,10 @@ def check_hf_settings(
     rescale_factor: float = 1 / 255,
 ) -> None:
     """Refuse, naming the key, every preprocessor setting a family cannot reproduce bit for
-    bit: keys neither ``handled`` nor ``inert`` (nor one of `HF_INERT_KEYS`), ``required`` keys set to another value,
-    ``must_be_off`` keys switched on, and another ``resample`` or ``rescale_factor``. A key
-    set to ``null`` means HF's default and passes. The one rule every ``spec_from_hf`` applies
-    before it maps the values it handles."""
+    bit: keys neither ``handled`` nor ``inert`` (nor one of `HF_INERT_KEYS`), ``required``
+    keys set to another value, ``must_be_off`` keys switched on, and another ``resample`` or
+    ``rescale_factor``. A key set to ``null`` means HF's default and passes. The one rule
+    every ``spec_from_hf`` applies before it maps the values it handles."""
     pp = preprocessor_config
     for key in pp:
         if key not in handled and key not in inert and key not in HF_INERT_KEYS:

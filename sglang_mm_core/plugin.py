@@ -83,12 +83,12 @@ from .errors import (
 from .registry import hookimpl
 
 __all__ = [
-    "HF_INERT_KEYS",
     "CLIP_MEAN",
     "CLIP_STD",
     "DEFAULT_CONFORMANCE_SIZES",
     "DEFAULT_MAX_PIXELS",
     "DEFAULT_MAX_SIDE",
+    "HF_INERT_KEYS",
     "IMAGENET_STANDARD_MEAN",
     "IMAGENET_STANDARD_STD",
     "ChannelMean",
