@@ -94,6 +94,7 @@ pub fn resize_codes(
     let failed = OnceLock::<KernelError>::new();
     let fill = |first: usize, chunk: &mut [MaybeUninit<u8>]| {
         let mut band = Vec::new();
+        let mut planes = Vec::new();
         let mut scratch = RowScratch::default();
         for (i, part) in chunk.chunks_mut(per_step * block_len).enumerate() {
             let blocks = part.len() / block_len;
@@ -110,7 +111,7 @@ pub fn resize_codes(
                     &band
                 }
             };
-            block_codes(rows, out_w, p, &g, part);
+            block_codes(rows, out_w, p, &g, part, &mut planes);
         }
     };
     // SAFETY: `block_codes` writes every element of each part, and the parts tile each chunk.
@@ -178,23 +179,41 @@ mod tests {
             let data = noise(w * h * 3, k as u64);
             let src = RgbView::new(w, h, &data).unwrap();
             for &(ow, oh) in &outs {
-                for r in [Resample::PilBicubic, Resample::AtenU8] {
-                    for o in [PassOrder::Pillow13, PassOrder::Pillow12] {
-                        let want = if (ow, oh) == (w, h) {
-                            patchify(src, &t, p, &Par::inline()).unwrap()
-                        } else {
-                            let img = resize_rgb(src, ow, oh, r, o, &Par::inline()).unwrap();
-                            patchify(img.view(), &t, p, &Par::inline()).unwrap()
-                        };
-                        for threads in [1, 3] {
-                            let got = resize_patchify(src, ow, oh, r, o, &t, p, &Par::new(threads));
-                            assert!(got.unwrap() == want, "{w}x{h} -> {ow}x{oh} {r:?} {o:?}");
-                            let (codes, gh, gw) =
-                                resize_codes(src, ow, oh, r, o, p, &Par::new(threads)).unwrap();
-                            assert_eq!((gh, gw), (want.1, want.2));
-                            assert_eq!(expand(&codes, &t, p), want.0, "codes {w}x{h}");
-                        }
-                    }
+                check_fused(src, ow, oh, &t, p);
+            }
+        }
+        // The patch sizes with their own code paths (Qwen2/2.5: 14, Qwen3: 16).
+        for ps in [14, 16] {
+            let p = Patching {
+                patch_size: ps,
+                merge_size: 2,
+                temporal_patch_size: 2,
+            };
+            let data = noise(75 * 61 * 3, ps as u64);
+            let src = RgbView::new(75, 61, &data).unwrap();
+            for (ow, oh) in [(4 * ps, 2 * ps), (6 * ps, 4 * ps)] {
+                check_fused(src, ow, oh, &t, p);
+            }
+        }
+    }
+
+    fn check_fused(src: RgbView<'_>, ow: usize, oh: usize, t: &Normalizer, p: Patching) {
+        let (w, h) = (src.width, src.height);
+        for r in [Resample::PilBicubic, Resample::AtenU8] {
+            for o in [PassOrder::Pillow13, PassOrder::Pillow12] {
+                let want = if (ow, oh) == (w, h) {
+                    patchify(src, t, p, &Par::inline()).unwrap()
+                } else {
+                    let img = resize_rgb(src, ow, oh, r, o, &Par::inline()).unwrap();
+                    patchify(img.view(), t, p, &Par::inline()).unwrap()
+                };
+                for threads in [1, 3] {
+                    let got = resize_patchify(src, ow, oh, r, o, t, p, &Par::new(threads));
+                    assert!(got.unwrap() == want, "{w}x{h} -> {ow}x{oh} {r:?} {o:?}");
+                    let (codes, gh, gw) =
+                        resize_codes(src, ow, oh, r, o, p, &Par::new(threads)).unwrap();
+                    assert_eq!((gh, gw), (want.1, want.2));
+                    assert_eq!(expand(&codes, t, p), want.0, "codes {w}x{h}");
                 }
             }
         }

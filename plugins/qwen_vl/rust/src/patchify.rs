@@ -175,7 +175,18 @@ pub fn block_rows(
 /// The compact form of [`block_rows`]: the same rows with the uint8 samples themselves (the
 /// table indices) in place of their normalized values, and each frame once, so a row is
 /// `3 * ps * ps` codes `k = (c * ps + py) * ps + px`. Every element of `out` is written.
-pub fn block_codes(band: &[u8], width: usize, p: Patching, g: &Grid, out: &mut [MaybeUninit<u8>]) {
+///
+/// Each block row's band is first split into three channel planes (`planes`, reused across
+/// calls), a stride-3 loop the compiler vectorizes; every patch line is then three copies of
+/// `ps` bytes rather than `3 * ps` single-byte stores.
+pub fn block_codes(
+    band: &[u8],
+    width: usize,
+    p: Patching,
+    g: &Grid,
+    out: &mut [MaybeUninit<u8>],
+    planes: &mut Vec<u8>,
+) {
     let (ps, m) = (p.patch_size, p.merge_size);
     let plane = ps * ps;
     let code_row = 3 * plane;
@@ -186,31 +197,144 @@ pub fn block_codes(band: &[u8], width: usize, p: Patching, g: &Grid, out: &mut [
         band.len() >= n_blocks * g.unit * stride && g.gw * ps == width,
         "band does not cover the block rows"
     );
+    let area = g.unit * width; // samples of one channel in one block row's band
+    planes.resize(3 * area, 0);
     for (b, block_row) in out.chunks_exact_mut(block_len).enumerate() {
-        let rows = &band[b * g.unit * stride..(b + 1) * g.unit * stride];
+        split_planes(
+            &band[b * g.unit * stride..(b + 1) * g.unit * stride],
+            planes,
+        );
+        let (red, rest) = planes.split_at(area);
+        let (green, blue) = rest.split_at(area);
         for (j, row) in block_row.chunks_exact_mut(code_row).enumerate() {
             let (mw, mh, bw) = (j % m, (j / m) % m, j / (m * m));
             let (y0, x0) = (mh * ps, (bw * m + mw) * ps);
-            // De-interleave each pixel line into the three channel planes; zipped slices
-            // rather than computed indices, so the loop has no bounds checks.
-            let (red, rest) = row.split_at_mut(plane);
-            let (green, blue) = rest.split_at_mut(plane);
-            let lines = red
-                .chunks_exact_mut(ps)
-                .zip(green.chunks_exact_mut(ps))
-                .zip(blue.chunks_exact_mut(ps));
-            for (py, ((r, gr), bl)) in lines.enumerate() {
-                let at = (y0 + py) * stride + x0 * 3;
-                let line = &rows[at..at + ps * 3];
-                for (((r, gr), bl), pixel) in r
-                    .iter_mut()
-                    .zip(gr.iter_mut())
-                    .zip(bl.iter_mut())
-                    .zip(line.chunks_exact(3))
-                {
-                    r.write(pixel[0]);
-                    gr.write(pixel[1]);
-                    bl.write(pixel[2]);
+            for (c, src) in [red, green, blue].into_iter().enumerate() {
+                let dst = &mut row[c * plane..(c + 1) * plane];
+                let at = y0 * width + x0;
+                // The patch sizes of the shipped checkpoints get constant-size line copies.
+                match ps {
+                    14 => patch_lines::<14>(dst, &src[at..], width),
+                    16 => patch_lines::<16>(dst, &src[at..], width),
+                    _ => {
+                        for (py, line) in dst.chunks_exact_mut(ps).enumerate() {
+                            let from = at + py * width;
+                            line.write_copy_of_slice(&src[from..from + ps]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `PS` lines of `PS` samples, `stride` apart in `src`, into `dst` back to back.
+fn patch_lines<const PS: usize>(dst: &mut [MaybeUninit<u8>], src: &[u8], stride: usize) {
+    for (py, line) in dst.chunks_exact_mut(PS).enumerate() {
+        let at = py * stride;
+        line.write_copy_of_slice(&src[at..at + PS]);
+    }
+}
+
+/// Interleaved RGB samples into three planes laid end to end in `planes` (each
+/// `rgb.len() / 3` long).
+fn split_planes(rgb: &[u8], planes: &mut [u8]) {
+    let n = rgb.len() / 3;
+    let (red, rest) = planes.split_at_mut(n);
+    let (green, blue) = rest.split_at_mut(n);
+    #[allow(unused_mut)]
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("ssse3") {
+        // SAFETY: the CPU has SSSE3, checked just above.
+        done = unsafe { ssse3::split_planes(rgb, red, green, blue) };
+    }
+    for i in done..n {
+        red[i] = rgb[3 * i];
+        green[i] = rgb[3 * i + 1];
+        blue[i] = rgb[3 * i + 2];
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod ssse3 {
+    use std::arch::x86_64::{
+        __m128i, _mm_loadu_si128, _mm_or_si128, _mm_shuffle_epi8, _mm_storeu_si128,
+    };
+
+    /// The `pshufb` mask that takes, from the `part`-th 16 bytes of 48 interleaved RGB bytes,
+    /// the samples of `channel` (its lanes of the other parts are zeroed: 0x80).
+    const fn mask(channel: usize, part: usize) -> [u8; 16] {
+        let mut m = [0x80u8; 16];
+        let mut i = 0;
+        while i < 16 {
+            let at = 3 * i + channel;
+            if at >= 16 * part && at < 16 * (part + 1) {
+                m[i] = (at - 16 * part) as u8;
+            }
+            i += 1;
+        }
+        m
+    }
+
+    const MASKS: [[[u8; 16]; 3]; 3] = {
+        let mut out = [[[0u8; 16]; 3]; 3];
+        let mut c = 0;
+        while c < 3 {
+            let mut p = 0;
+            while p < 3 {
+                out[c][p] = mask(c, p);
+                p += 1;
+            }
+            c += 1;
+        }
+        out
+    };
+
+    /// Splits whole groups of 16 pixels (three shuffles per channel); returns the pixels done.
+    ///
+    /// # Safety
+    /// The CPU must support SSSE3.
+    #[target_feature(enable = "ssse3")]
+    pub unsafe fn split_planes(rgb: &[u8], r: &mut [u8], g: &mut [u8], b: &mut [u8]) -> usize {
+        let groups = (rgb.len() / 48)
+            .min(r.len() / 16)
+            .min(g.len() / 16)
+            .min(b.len() / 16);
+        // SAFETY (all below): each group reads rgb[48k..48k+48] and writes [16k..16k+16] of
+        // each plane, all within the slices by the bound on `groups`; loads and stores are
+        // unaligned ones.
+        let masks = MASKS.map(|per| per.map(|m| unsafe { _mm_loadu_si128(m.as_ptr().cast()) }));
+        for k in 0..groups {
+            let src = unsafe { rgb.as_ptr().add(48 * k) };
+            let parts: [__m128i; 3] =
+                [0, 16, 32].map(|o| unsafe { _mm_loadu_si128(src.add(o).cast()) });
+            for (plane, m) in [&mut *r, &mut *g, &mut *b].into_iter().zip(&masks) {
+                let v = _mm_or_si128(
+                    _mm_or_si128(
+                        _mm_shuffle_epi8(parts[0], m[0]),
+                        _mm_shuffle_epi8(parts[1], m[1]),
+                    ),
+                    _mm_shuffle_epi8(parts[2], m[2]),
+                );
+                unsafe { _mm_storeu_si128(plane.as_mut_ptr().add(16 * k).cast(), v) };
+            }
+        }
+        groups * 16
+    }
+}
+
+#[cfg(test)]
+mod split_tests {
+    #[test]
+    fn planes_hold_each_channel_in_order() {
+        for n in [0usize, 1, 15, 16, 17, 33, 100] {
+            let rgb: Vec<u8> = (0..3 * n).map(|i| (i * 7 % 251) as u8).collect();
+            let mut planes = vec![0u8; 3 * n];
+            super::split_planes(&rgb, &mut planes);
+            for i in 0..n {
+                for c in 0..3 {
+                    assert_eq!(planes[c * n + i], rgb[3 * i + c], "n={n} i={i} c={c}");
                 }
             }
         }
