@@ -59,14 +59,28 @@ def _source(src: Any) -> str:
 
 
 def request_body(request: MmInput | Mapping[str, Any]) -> bytes:
-    """The JSON body of one request."""
+    """The JSON body of one request. Image bytes go in as base64 written straight into the
+    body: its alphabet needs no JSON escaping, so no encoder pass runs over the image (that
+    pass cost about as much as the base64 itself)."""
     if isinstance(request, Mapping):
         return json.dumps(request).encode()
     ids = np.asarray(request.input_ids).tolist()
-    doc: dict[str, Any] = {"input_ids": ids, "images": [_source(s) for s in request.images]}
+    parts = [b'{"input_ids":', json.dumps(ids, separators=_SEP).encode(), b',"images":[']
+    for k, src in enumerate(request.images):
+        if k:
+            parts.append(b",")
+        if isinstance(src, (bytes, bytearray, memoryview)):
+            parts += [b'"data:;base64,', base64.b64encode(src), b'"']
+        else:
+            parts.append(json.dumps(_source(src)).encode())
+    parts.append(b"]")
     if request.rid is not None:
-        doc["rid"] = request.rid
-    return json.dumps(doc).encode()
+        parts += [b',"rid":', json.dumps(request.rid).encode()]
+    parts.append(b"}")
+    return b"".join(parts)
+
+
+_SEP = (",", ":")
 
 
 def error_from(status: int, body: bytes, headers: Mapping[str, str]) -> MmError:

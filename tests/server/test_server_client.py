@@ -120,3 +120,35 @@ def test_error_bodies_become_typed_errors(peer_factory: list[ScriptedPeer]) -> N
 def test_bad_base_url() -> None:
     with pytest.raises(ValueError, match=r"base_url must be http\(s\)://host\[:port\], got 'ftp:"):
         Client("ftp://127.0.0.1:1")
+
+
+def test_request_body_is_the_json_document_of_the_request() -> None:
+    """The hand-assembled body (base64 written straight in) parses to exactly what the JSON
+    encoder would have written, for bytes of every kind, string sources and a rid."""
+    import base64
+
+    import numpy as np
+
+    from sglang_mm_core import MmInput
+    from sglang_mm_core.client import request_body
+
+    blob = bytes(range(256)) * 3
+    sources = [blob, bytearray(blob[:7]), memoryview(blob)[5:70], 'file:///a "b"\\c\n', b""]
+    for rid in (None, 'r"1\u00e9'):
+        req = MmInput(np.array([1, 2, 3]), sources, rid=rid)
+        want = {
+            "input_ids": [1, 2, 3],
+            "images": [
+                "data:;base64," + base64.b64encode(blob).decode(),
+                "data:;base64," + base64.b64encode(blob[:7]).decode(),
+                "data:;base64," + base64.b64encode(blob[5:70]).decode(),
+                'file:///a "b"\\c\n',
+                "data:;base64,",
+            ],
+        }
+        if rid is not None:
+            want["rid"] = rid
+        assert json.loads(request_body(req)) == want
+    assert json.loads(request_body(MmInput([7], []))) == {"input_ids": [7], "images": []}
+    with pytest.raises(TypeError, match="bytes or str"):
+        request_body(MmInput([7], [3]))  # type: ignore[list-item]
