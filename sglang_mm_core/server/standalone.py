@@ -2,12 +2,19 @@
 built in the background (``/health`` says 503 until it is), workers pinned on request.
 
 On SIGINT/SIGTERM the server stops accepting (new and queued requests get 503), lets running
-requests finish and their answers go out, then stops."""
+requests finish and their answers go out, then stops.
+
+While it serves, the interpreter's GIL switch interval is `SWITCH_INTERVAL_S` (Python's
+default is 5 ms). The workers' kernels run without the GIL, and each one's return waits for
+it; the event loop holds it while it parses bodies and writes answers (a 6 MB write to a
+socket is one call). With 5 ms turns, workers sat waiting behind the loop: 1080p compact
+throughput went from about 58 to 64 images/s with 0.5 ms."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import threading
 from types import FrameType
 from typing import Any
@@ -31,6 +38,9 @@ from .errors import LaunchError
 from .ingress import bind, uvicorn_server
 
 log = logging.getLogger("sglang_mm.server")
+
+#: The GIL switch interval while `serve` runs (restored when it returns).
+SWITCH_INTERVAL_S = 0.0005
 
 
 class _Server(uvicorn.Server):
@@ -127,6 +137,8 @@ def serve(
         )
 
     builder = threading.Thread(target=build, name="sglang-mm-build", daemon=True)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     builder.start()
     try:
         server.run(sockets=[sock])
@@ -134,9 +146,10 @@ def serve(
         builder.join()
         engine.close()
         sock.close()
+        sys.setswitchinterval(switch)
     if engine.failed is not None:
         raise engine.failed
     return 0
 
 
-__all__ = ["serve"]
+__all__ = ["SWITCH_INTERVAL_S", "serve"]
