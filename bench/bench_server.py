@@ -377,7 +377,8 @@ def main() -> None:
     spec = json.loads(Path(args.spec).read_text())
     print(f"sglang-mm server benchmark: spec {args.spec}, {os.cpu_count()} cores")
     images = jpegs_1080p(8)
-    rounds, per_round = (2, 16) if args.quick else (3, 24)
+    # Rounds long enough that the clients' ramp up and down is a small part of each.
+    rounds, per_round = (2, 16) if args.quick else (5, 64)
     budget = {
         **spec,
         "params": {**spec["params"], "max_pixels": args.budget_pixels or BUDGET_PIXELS},
