@@ -568,13 +568,13 @@ class Pipeline:
             raise _plugin_error(fam, hook, e) from e
         _check_positions(fam, positions, length)
         return MmOutput(
-            input_ids=expanded.input_ids,
-            items=items,
-            offsets=expanded.offsets,
-            positions=positions,
-            family=fam.name,
-            spec_fingerprint=self.spec_fingerprint,
-            rid=request.rid,
+            expanded.input_ids,
+            items,
+            expanded.offsets,
+            positions,
+            fam.name,
+            self.spec_fingerprint,
+            request.rid,
         )
 
 
@@ -609,6 +609,10 @@ def _expanded(item: ProcessedItem) -> ProcessedItem:
 
 
 def _check_positions(fam: Family, positions: object, length: int) -> None:
+    if type(positions) is MRope:  # the common case first, without the isinstance chain
+        p = positions.positions
+        if p.shape == (3, length) and p.dtype == np.int64:
+            return
     if isinstance(positions, Rope1D):
         ok = positions.length == length
     elif isinstance(positions, MRope):

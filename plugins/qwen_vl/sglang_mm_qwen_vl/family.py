@@ -126,11 +126,12 @@ class QwenVLFamily(Family):
     def layout(
         self, input_ids: npt.NDArray[np.int64], geometries: Sequence[Geometry]
     ) -> TokenLayout:
-        ids = np.asarray(input_ids, dtype=np.int64)
         p = self.p
-        out = layout_by_placeholder(ids, p.image_token_id, [self.tokens_for(g) for g in geometries])
+        m2 = p.merge_size**2
+        counts = [g.grid[0] * g.grid[1] * g.grid[2] // m2 for g in geometries]  # tokens_for
+        out = layout_by_placeholder(input_ids, p.image_token_id, counts)
         if p.strict_layout:
-            self._check_markers(ids)
+            self._check_markers(np.asarray(input_ids, dtype=np.int64))
         return out
 
     def check_prompt(self, input_ids: npt.NDArray[np.int64], n_items: int) -> None:
