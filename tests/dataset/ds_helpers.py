@@ -117,7 +117,14 @@ def build_corpus(root: Path, n_rows: int = 200) -> Corpus:
         )
         prows.append({"id": sid, "input_ids": _inkling_ids(len(pbytes), extra), "images": pbytes})
     jsonl = root / "manifest.jsonl"
-    jsonl.write_text("\n".join(lines) + "\n")
+    text = []
+    for k, line in enumerate(lines):
+        text.append(line)
+        if k % 50 == 7:
+            text.append(" \t ")  # whitespace-only and empty lines are no samples
+        elif k % 50 == 8:
+            text.append("")
+    jsonl.write_text("\n".join(text) + "\n")
     import pyarrow as pa
     import pyarrow.parquet as pq
 
