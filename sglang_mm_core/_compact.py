@@ -34,6 +34,14 @@ _LUT_NUMPY: dict[str, np.dtype[Any]] = {
 PadRule = tuple[int, int, int]
 
 
+def _read_only(arr: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    if not arr.flags.writeable:
+        return arr
+    view = arr.view()
+    view.flags.writeable = False
+    return view
+
+
 @dataclass(frozen=True, eq=False)
 class CompactTensor:
     """uint8 ``codes`` (C-contiguous, shape ``view_shape``, frames once) and ``luts``
@@ -75,6 +83,11 @@ class CompactTensor:
             for outer, inner, _ in self.pad_rules:
                 if not (0 <= outer < nd and 0 <= inner < nd) or self.channel_axis in (outer, inner):
                     raise ValueError(f"bad pad rule axes ({outer}, {inner})")
+        # Families hand every carrier their one table: the carrier holds it read-only, so
+        # editing one item's tables cannot change the family's (or other items').
+        object.__setattr__(self, "luts", _read_only(self.luts))
+        if self.pad is not None:
+            object.__setattr__(self, "pad", _read_only(self.pad))
 
     @property
     def view_shape(self) -> tuple[int, ...]:

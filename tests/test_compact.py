@@ -123,3 +123,38 @@ def test_compact_needs_a_family_that_offers_it(registry):
         pipe.process(MmInput([1, 2], []), compact=True)
     with pytest.raises(MmRequestError, match="compact"):
         pipe.process_batch([MmInput([1, 2], [])], return_exceptions=True, compact=True)
+
+
+def test_tables_are_read_only_in_the_carrier():
+    """A family hands every item its one table: editing an item's tables must not reach it."""
+    rng = np.random.default_rng(4)
+    table = rng.standard_normal((3, 256)).astype(np.float32)
+    pad = np.zeros(3, dtype=np.uint16)
+    a = _qwen_like(rng, 2, 2, 2)
+    a = CompactTensor(a.codes, table, "float32", a.shape, 1, 2, 2)
+    with pytest.raises(ValueError, match="read-only"):
+        a.luts[0, 0] = 1.0
+    assert table.flags.writeable  # the caller's own array is left as it was
+    b = _inkling_like(rng, 2, 2, 2, 2, 3, 3)
+    b = CompactTensor(b.codes, b.luts, "bfloat16", b.shape, 5, 2, 2, pad, b.pad_rules)
+    with pytest.raises(ValueError, match="read-only"):
+        b.pad[0] = 1
+    np.testing.assert_array_equal(a.expand().array, reference_expand(a))
+
+
+def test_family_tables_are_not_reachable_through_an_item():
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (56, 56), (10, 200, 30)).save(buf, "PNG")
+    with pipeline_from_spec({"family": "qwen_vl", "threads": 0}) as pipe:
+        req = MmInput(list(pipe.family.example_prompt(1)), [buf.getvalue()])
+        first = pipe.process(req, compact=True).items[0].feature
+        with pytest.raises(ValueError, match="read-only"):
+            first.luts[:] = 0
+        again = pipe.process(req, compact=True).items[0].feature
+        np.testing.assert_array_equal(
+            again.expand().array, pipe.process(req).items[0].feature.array
+        )
