@@ -2,9 +2,8 @@
 and what the pipeline hands back. Plain frozen dataclasses over numpy arrays, so they pickle,
 compare and convert (torch, ml_dtypes) without pulling those libraries in.
 
-The ones built on every request write their fields in a hand-written ``__init__`` (straight
-into the instance dict, which a frozen dataclass's generated one does through
-``object.__setattr__`` per field): a few microseconds of GIL time per request."""
+The ones built on every request get `dict_init`'s ``__init__``, which writes the fields
+straight into the instance dict: a few microseconds of GIL time per request."""
 
 from __future__ import annotations
 
@@ -14,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
+
+from ._dict_init import dict_init
 
 if TYPE_CHECKING:
     from ._compact import CompactTensor
@@ -84,7 +85,8 @@ class Tensor:
     __hash__ = None  # type: ignore[assignment]
 
 
-@dataclass(frozen=True, init=False)
+@dict_init
+@dataclass(frozen=True)
 class Geometry:
     """Where an item's pixels ended up: the resized ``(height, width)`` and the family's token
     grid (Qwen: ``(t, gh, gw)`` in patches; Inkling: ``(nph, npw)``)."""
@@ -93,14 +95,9 @@ class Geometry:
     width: int
     grid: tuple[int, ...]
 
-    def __init__(self, height: int, width: int, grid: tuple[int, ...]) -> None:
-        d = self.__dict__
-        d["height"] = height
-        d["width"] = width
-        d["grid"] = grid
 
-
-@dataclass(frozen=True, eq=False, init=False)
+@dict_init
+@dataclass(frozen=True, eq=False)
 class ProcessedItem:
     """One image after the family's kernel: the feature the vision tower eats, auxiliary tensors
     (e.g. ``image_grid_thw``) and the geometry the layout and positions are derived from.
@@ -109,14 +106,6 @@ class ProcessedItem:
     feature: Tensor | CompactTensor
     aux: Mapping[str, Tensor]
     geometry: Geometry
-
-    def __init__(
-        self, feature: Tensor | CompactTensor, aux: Mapping[str, Tensor], geometry: Geometry
-    ) -> None:
-        d = self.__dict__
-        d["feature"] = feature
-        d["aux"] = aux
-        d["geometry"] = geometry
 
 
 Source: TypeAlias = bytes | bytearray | memoryview | str
@@ -132,7 +121,8 @@ class MmInput:
     rid: str | None = None
 
 
-@dataclass(frozen=True, eq=False, init=False)
+@dict_init
+@dataclass(frozen=True, eq=False)
 class MmItem:
     """One image of the answer; ``feature`` is a `CompactTensor` under ``compact=True``."""
 
@@ -142,23 +132,9 @@ class MmItem:
     geometry: Geometry
     tokens: int
 
-    def __init__(
-        self,
-        feature: Tensor | CompactTensor,
-        aux: Mapping[str, Tensor],
-        hash: int,
-        geometry: Geometry,
-        tokens: int,
-    ) -> None:
-        d = self.__dict__
-        d["feature"] = feature
-        d["aux"] = aux
-        d["hash"] = hash
-        d["geometry"] = geometry
-        d["tokens"] = tokens
 
-
-@dataclass(frozen=True, eq=False, init=False)
+@dict_init
+@dataclass(frozen=True, eq=False)
 class MmOutput:
     """The model-ready result of one request; offsets are inclusive ``(start, end)`` indices
     into ``input_ids``, one pair per item."""
@@ -171,27 +147,6 @@ class MmOutput:
     spec_fingerprint: str
     rid: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
-
-    def __init__(
-        self,
-        input_ids: npt.NDArray[np.int64],
-        items: list[MmItem],
-        offsets: list[tuple[int, int]],
-        positions: Rope1D | MRope,
-        family: str,
-        spec_fingerprint: str,
-        rid: str | None = None,
-        extra: Mapping[str, Any] | None = None,
-    ) -> None:
-        d = self.__dict__
-        d["input_ids"] = input_ids
-        d["items"] = items
-        d["offsets"] = offsets
-        d["positions"] = positions
-        d["family"] = family
-        d["spec_fingerprint"] = spec_fingerprint
-        d["rid"] = rid
-        d["extra"] = {} if extra is None else extra
 
     @property
     def hashes(self) -> list[int]:

@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _native
+from ._dict_init import dict_init
 from .errors import LayoutError
 
 
@@ -108,17 +109,13 @@ class TokenLayout:
         return (TokenLayout, (self.segments,))
 
 
-@dataclass(frozen=True, eq=False, init=False)
+@dict_init
+@dataclass(frozen=True, eq=False)
 class Expanded:
     """The result of `apply_layout`: the expanded ids and each item's inclusive offsets."""
 
     input_ids: npt.NDArray[np.int64]
     offsets: list[tuple[int, int]]
-
-    def __init__(self, input_ids: npt.NDArray[np.int64], offsets: list[tuple[int, int]]) -> None:
-        d = self.__dict__  # built on every request: no per-field object.__setattr__
-        d["input_ids"] = input_ids
-        d["offsets"] = offsets
 
 
 def _pattern_ids(pattern: Pattern) -> tuple[npt.NDArray[np.int64], int, int]:

@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _native
+from ._dict_init import dict_init
 from .errors import LayoutError
 
 
@@ -20,18 +21,14 @@ class Rope1D:
     length: int
 
 
-@dataclass(frozen=True, eq=False, init=False)
+@dict_init
+@dataclass(frozen=True, eq=False)
 class MRope:
     """Qwen-style 3-D positions: int64 ``[3, L]`` (t, h, w rows) and the runner's ``delta``
     (``max(positions) + 1 - L``)."""
 
     positions: npt.NDArray[np.int64]
     delta: int
-
-    def __init__(self, positions: npt.NDArray[np.int64], delta: int) -> None:
-        d = self.__dict__  # built on every request: no per-field object.__setattr__
-        d["positions"] = positions
-        d["delta"] = delta
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MRope):
