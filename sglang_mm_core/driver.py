@@ -316,27 +316,28 @@ class Pipeline:
         ids = self._check(request)
         got = self._fetch(request)
         done: list[_Done] = []
-        if got:
+        if len(got) == 1:  # nothing to fan out: run it here, no hand-off
+            data, kind = got[0]
+            job = _Job(0, 0, data, kind, self.par.kernel_threads(1), compact, _current_scope())
+            res = self._run_item(job)
+            if isinstance(res, MmError):
+                raise res
+            done.append(res)
+        elif got:
             kthreads = self.par.kernel_threads(len(got))
             scope = _current_scope()
             jobs = [
                 _Job(0, k, data, kind, kthreads, compact, scope)
                 for k, (data, kind) in enumerate(got)
             ]
-            if len(jobs) == 1:
-                res = self._run_item(jobs[0])
+            handles = self.par.submit(self._run_item, jobs)
+            for i, handle in enumerate(handles):
+                res = handle.result()
                 if isinstance(res, MmError):
+                    for rest in handles[i + 1 :]:
+                        rest.cancel()
                     raise res
                 done.append(res)
-            else:
-                handles = self.par.submit(self._run_item, jobs)
-                for i, handle in enumerate(handles):
-                    res = handle.result()
-                    if isinstance(res, MmError):
-                        for rest in handles[i + 1 :]:
-                            rest.cancel()
-                        raise res
-                    done.append(res)
         return self._finish(request, ids, done)
 
     def process_batch(
@@ -550,13 +551,13 @@ class Pipeline:
         tokens_for = fam.tokens_for
         hook = "tokens_for"  # the hook named if a plugin bug surfaces
         try:
-            for k, (d, (first, last)) in enumerate(zip(done, expanded.offsets, strict=True)):
+            for d, (first, last) in zip(done, expanded.offsets, strict=True):
                 p = d.processed
                 tokens = tokens_for(p.geometry)
                 if last - first + 1 != tokens:
                     raise PluginError(
-                        f"family {fam.name!r}: layout gives image {k} {last - first + 1} "
-                        f"token(s) but tokens_for says {tokens}"
+                        f"family {fam.name!r}: layout gives image {len(items)} "
+                        f"{last - first + 1} token(s) but tokens_for says {tokens}"
                     )
                 items.append(MmItem(p.feature, p.aux, d.hash, p.geometry, tokens))
             length = len(expanded.input_ids)

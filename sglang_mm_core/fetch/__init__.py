@@ -15,6 +15,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .._dict_init import dict_init
 from ..errors import FetchError, LimitError, MmError
 from ..spec import FetchPolicy, Limits
 from .budget import Budget
@@ -32,6 +33,7 @@ from .sources import (
 )
 
 
+@dict_init  # one per image on every request
 @dataclass(frozen=True)
 class Fetched:
     """The encoded bytes of one source and the form it came in."""
