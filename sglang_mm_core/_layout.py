@@ -188,14 +188,38 @@ def apply_layout(
 
 
 def layout_by_placeholder(
-    input_ids: Sequence[int] | npt.NDArray[Any], placeholder_id: int, counts: Sequence[int]
+    input_ids: Sequence[int] | npt.NDArray[Any],
+    placeholder_id: int,
+    counts: Sequence[int],
+    *,
+    between: tuple[int, int] | None = None,
 ) -> TokenLayout:
-    """One ``Media(k, Repeat(placeholder_id, counts[k]))`` per placeholder, text in between."""
+    """One ``Media(k, Repeat(placeholder_id, counts[k]))`` per placeholder, text in between.
+
+    ``between=(before, after)``: every placeholder must sit directly between those two ids
+    (Qwen's ``vision_start``, ``vision_end``), else `LayoutError` naming the first that does
+    not; checked in the same native pass as the search."""
     src = _flat_ids(input_ids)
     at = _indices(src, placeholder_id)
     if len(at) != len(counts):
         raise _count_mismatch(len(at), len(counts))
+    if between is not None:
+        bad = _first_unwrapped(src, at, between)
+        if bad is not None:
+            raise LayoutError(
+                f"media placeholder {bad} (token {at[bad]}, id {placeholder_id}) is not "
+                f"directly between ids {between[0]} and {between[1]}"
+            )
     return TokenLayout._of_repeats(len(src), at, int(placeholder_id), list(counts))
+
+
+def _first_unwrapped(
+    src: npt.NDArray[np.int64], at: list[int], between: tuple[int, int]
+) -> int | None:
+    try:
+        return _native.first_unwrapped(src, at, between[0], between[1])
+    except OverflowError:  # a marker id no int64 holds is next to nothing
+        return 0 if at else None
 
 
 def layout_by_placeholder_patterns(

@@ -176,3 +176,16 @@ def test_placeholder_indices() -> None:
     assert placeholder_indices(np.array([[1, 5], [1, 1]]), 1) == [0, 2, 3]
     assert placeholder_indices([1, 5], 2**70) == []
     assert placeholder_indices(np.arange(1 << 16), 40000) == [40000]
+
+
+def test_placeholders_between_markers() -> None:
+    ids = [1, 5, 9, 6, 2, 5, 9, 6]
+    layout = layout_by_placeholder(ids, 9, [2, 3], between=(5, 6))
+    assert apply_layout(ids, layout, 2).offsets == [(2, 3), (7, 9)]
+    for bad, k in (([1, 5, 9, 6, 2, 9, 6], 1), ([9, 6], 0), ([5, 9], 0), ([5, 9, 7], 0)):
+        with pytest.raises(LayoutError, match=rf"media placeholder {k} \(token .* not directly"):
+            layout_by_placeholder(bad, 9, [1] * bad.count(9), between=(5, 6))
+    with pytest.raises(LayoutError, match="placeholder 0"):
+        layout_by_placeholder([5, 9, 6], 9, [1], between=(5, 2**70))
+    with pytest.raises(LayoutError, match="1 media placeholder"):  # the count is checked first
+        layout_by_placeholder([1, 9, 2], 9, [1, 1], between=(5, 6))

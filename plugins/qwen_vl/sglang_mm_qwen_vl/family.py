@@ -129,10 +129,13 @@ class QwenVLFamily(Family):
         p = self.p
         m2 = p.merge_size**2
         counts = [g.grid[0] * g.grid[1] * g.grid[2] // m2 for g in geometries]  # tokens_for
-        out = layout_by_placeholder(input_ids, p.image_token_id, counts)
-        if p.strict_layout:
-            self._check_markers(np.asarray(input_ids, dtype=np.int64))
-        return out
+        markers = (p.vision_start_token_id, p.vision_end_token_id) if p.strict_layout else None
+        try:
+            return layout_by_placeholder(input_ids, p.image_token_id, counts, between=markers)
+        except LayoutError:
+            if markers is not None:  # say which marker is missing, in this family's terms
+                self._check_markers(np.asarray(input_ids, dtype=np.int64))
+            raise
 
     def check_prompt(self, input_ids: npt.NDArray[np.int64], n_items: int) -> None:
         """The checks of `layout` that need no geometry, so counting refuses what processing

@@ -13,6 +13,12 @@ pub fn token_indices(ids: &[i64], token: i64) -> Vec<usize> {
         .collect()
 }
 
+/// The first `k` whose placeholder `ids[at[k]]` is not directly between `before` and `after`.
+pub fn first_unwrapped(ids: &[i64], at: &[usize], before: i64, after: i64) -> Option<usize> {
+    at.iter()
+        .position(|&i| i == 0 || i + 1 >= ids.len() || ids[i - 1] != before || ids[i + 1] != after)
+}
+
 /// The expanded ids and each item's inclusive `(first, last)` offsets.
 pub type Expansion = (Vec<i64>, Vec<(i64, i64)>);
 
@@ -137,6 +143,16 @@ mod tests {
         assert_eq!(out, vec![1, 7, 7, 2, 7, 7, 7]);
         assert_eq!(off, vec![(1, 2), (4, 6)]);
         assert_eq!(token_indices(&ids, 9), vec![1, 3]);
+    }
+
+    #[test]
+    fn wrapped_placeholders() {
+        let ids = [5, 9, 6, 5, 9, 6];
+        assert_eq!(first_unwrapped(&ids, &[1, 4], 5, 6), None);
+        assert_eq!(first_unwrapped(&ids, &[1, 4], 5, 7), Some(0));
+        assert_eq!(first_unwrapped(&[9, 6], &[0], 5, 6), Some(0));
+        assert_eq!(first_unwrapped(&[5, 9], &[1], 5, 6), Some(0));
+        assert_eq!(first_unwrapped(&[5, 9, 6, 9], &[1, 3], 5, 6), Some(1));
     }
 
     #[test]

@@ -238,6 +238,24 @@ fn token_indices(
     Ok(layout::token_indices(src, token))
 }
 
+/// The index into ``at`` of the first placeholder not directly between ``before`` and
+/// ``after`` (None: all are). ``at`` must hold indices into ``ids``.
+#[pyfunction]
+fn first_unwrapped(
+    ids: PyReadonlyArray1<'_, i64>,
+    at: Vec<usize>,
+    before: i64,
+    after: i64,
+) -> PyResult<Option<usize>> {
+    let src = ids.as_slice()?;
+    if at.iter().any(|&i| i >= src.len()) {
+        return Err(pyo3::exceptions::PyIndexError::new_err(
+            "placeholder index out of range",
+        ));
+    }
+    Ok(layout::first_unwrapped(src, &at, before, after))
+}
+
 /// The expanded ids (an int64 array) and each item's inclusive offsets.
 type ExpandedIds<'py> = (Bound<'py, PyArrayDyn<i64>>, Vec<(i64, i64)>);
 
@@ -315,6 +333,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(json_shape, m)?)?;
     m.add_function(wrap_pyfunction!(token_indices, m)?)?;
     m.add_function(wrap_pyfunction!(expand_repeats, m)?)?;
+    m.add_function(wrap_pyfunction!(first_unwrapped, m)?)?;
     m.add_function(wrap_pyfunction!(mrope_positions, m)?)?;
     m.add("DEFAULT_MAX_PIXELS", limits::MAX_IMAGE_PIXELS)?;
     m.add("DEFAULT_MAX_SIDE", limits::MAX_IMAGE_SIDE)?;
