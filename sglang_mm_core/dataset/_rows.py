@@ -29,16 +29,9 @@ from .._carriers import Geometry, MmItem, MmOutput, Tensor, TokenCount
 from .._compact import CompactTensor
 from .._positions import MRope, Rope1D
 from ..errors import MmError
+from ..outputs import _NUMPY_FOR_TAG
 
 ROW_FORMAT_VERSION = "1"
-_NUMPY: dict[str, np.dtype[Any]] = {
-    "uint8": np.dtype("<u1"),
-    "uint16": np.dtype("<u2"),
-    "int32": np.dtype("<i4"),
-    "int64": np.dtype("<i8"),
-    "float32": np.dtype("<f4"),
-    "bfloat16": np.dtype("<u2"),
-}
 
 
 def schema(pa: Any, *, count_only: bool) -> Any:
@@ -87,7 +80,11 @@ def schema(pa: Any, *, count_only: bool) -> Any:
 
 def _tensor(array: Any, dtype: str) -> dict[str, Any]:
     a = np.asarray(array)
-    return {"dtype": dtype, "shape": list(a.shape), "data": a.astype(_NUMPY[dtype]).tobytes()}
+    return {
+        "dtype": dtype,
+        "shape": list(a.shape),
+        "data": a.astype(_NUMPY_FOR_TAG[dtype]).tobytes(),
+    }
 
 
 def error_value(err: MmError) -> dict[str, Any]:
@@ -169,7 +166,7 @@ class DatasetRow:
 
 
 def _array(t: dict[str, Any]) -> Any:
-    a = np.frombuffer(t["data"], dtype=_NUMPY[t["dtype"]])
+    a = np.frombuffer(t["data"], dtype=_NUMPY_FOR_TAG[t["dtype"]])
     return a.reshape(t["shape"])
 
 

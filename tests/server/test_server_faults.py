@@ -7,8 +7,6 @@ import gc
 import json
 import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 import weakref
@@ -18,8 +16,14 @@ from typing import Any
 
 import pytest
 import requests
-from core_helpers import toy_env
-from srv_helpers import FamilySetup, HostLoop, assert_same_output, data_url, wait_for
+from srv_helpers import (
+    FamilySetup,
+    HostLoop,
+    assert_same_output,
+    data_url,
+    start_serve,
+    wait_for,
+)
 
 from sglang_mm_core.client import Client
 from sglang_mm_core.server import MmServer, RidError
@@ -302,41 +306,9 @@ def test_shutdown_answers_drained_but_unanswered(fam: FamilySetup, launch: Any) 
 def test_serve_command_parity_and_sigterm_under_load(
     fam: FamilySetup, images: dict[str, bytes], tmp_path: Path, http_server: Any
 ) -> None:
-    spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps(fam.spec(fetch={"allow_private_networks": True, "timeout_s": 5.0})))
-    # The process sees the toy distribution (tests/toy/site) as installed.
-    env = {k: v for k, v in toy_env("site").items() if "PROXY" not in k.upper()}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "sglang_mm_core.cli",
-            "serve",
-            "--spec",
-            str(spec),
-            "--port",
-            "0",
-            "--workers",
-            "1",
-            "--queue-size",
-            "4",
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    spec = fam.spec(fetch={"allow_private_networks": True, "timeout_s": 5.0})
+    url, proc = start_serve(spec, tmp_path, "--workers", "1", "--queue-size", "4")
     try:
-        url = None
-        lines: list[str] = []
-        for line in proc.stderr:  # type: ignore[union-attr]
-            lines.append(line)
-            if "serving family" in line:
-                url = line.split(" on ")[1].split()[0]
-                break
-        assert url, "".join(lines)
-        threading.Thread(
-            target=lambda: [lines.append(ln) for ln in proc.stderr], daemon=True
-        ).start()  # type: ignore[union-attr]
         assert requests.get(url + "/health", timeout=10).json()["status"] == "ok"
         gone = requests.post(url + "/v1/submit", data=b"{}", timeout=10)
         assert gone.status_code == 404  # embedded mode only

@@ -92,6 +92,16 @@ def assert_same_output(got: MmOutput, want: MmOutput) -> None:
             np.testing.assert_array_equal(g.aux[k].array, w.aux[k].array)
 
 
+def _expanded(out: MmOutput) -> MmOutput:
+    """``out`` with every compact feature expanded (what a full answer carries)."""
+    items = [
+        type(it)(it.feature.expand(), it.aux, it.hash, it.geometry, it.tokens) for it in out.items
+    ]
+    return MmOutput(
+        out.input_ids, items, out.offsets, out.positions, out.family, out.spec_fingerprint, out.rid
+    )
+
+
 @pytest.mark.parametrize("fmt", ["safetensors", "json"])
 @pytest.mark.parametrize("name", list(REQUESTS))
 def test_server_answer_equals_in_process(
@@ -167,19 +177,7 @@ def test_compact_answers_expand_to_the_full_ones(
     assert all(isinstance(it.feature, CompactTensor) for it in got.items)
     assert all(not isinstance(it.feature, CompactTensor) for it in full.items)
     assert_same_output(full, want)
-    expanded = MmOutput(
-        got.input_ids,
-        [
-            type(it)(it.feature.expand(), it.aux, it.hash, it.geometry, it.tokens)
-            for it in got.items
-        ],
-        got.offsets,
-        got.positions,
-        got.family,
-        got.spec_fingerprint,
-        got.rid,
-    )
-    assert_same_output(expanded, want)
+    assert_same_output(_expanded(got), want)
     host, port = server.url.removeprefix("http://").rsplit(":", 1)
     conn = http.client.HTTPConnection(host, int(port), timeout=30)
     conn.request(
@@ -230,16 +228,4 @@ def test_embedded_parks_compact_features_when_the_host_asks(
     assert sum(it.feature.nbytes for it in got.items) * 7 <= sum(
         it.feature.array.nbytes for it in want.items
     ) + 7 * 3072 * len(names)
-    full = [
-        type(it)(it.feature.expand(), it.aux, it.hash, it.geometry, it.tokens) for it in got.items
-    ]
-    expanded = MmOutput(
-        got.input_ids,
-        full,
-        got.offsets,
-        got.positions,
-        got.family,
-        got.spec_fingerprint,
-        got.rid,
-    )
-    assert_same_output(expanded, want)
+    assert_same_output(_expanded(got), want)
