@@ -315,29 +315,20 @@ class Pipeline:
             raise self._no_compact()
         ids = self._check(request)
         got = self._fetch(request)
+        kthreads = self.par.kernel_threads(len(got))
+        scope = _current_scope() if got else None
+        jobs = [
+            _Job(0, k, data, kind, kthreads, compact, scope) for k, (data, kind) in enumerate(got)
+        ]
+        handles = self.par.submit(self._run_item, jobs)  # a single item runs inline
         done: list[_Done] = []
-        if len(got) == 1:  # nothing to fan out: run it here, no hand-off
-            data, kind = got[0]
-            job = _Job(0, 0, data, kind, self.par.kernel_threads(1), compact, _current_scope())
-            res = self._run_item(job)
+        for i, handle in enumerate(handles):
+            res = handle.result()
             if isinstance(res, MmError):
+                for rest in handles[i + 1 :]:
+                    rest.cancel()
                 raise res
             done.append(res)
-        elif got:
-            kthreads = self.par.kernel_threads(len(got))
-            scope = _current_scope()
-            jobs = [
-                _Job(0, k, data, kind, kthreads, compact, scope)
-                for k, (data, kind) in enumerate(got)
-            ]
-            handles = self.par.submit(self._run_item, jobs)
-            for i, handle in enumerate(handles):
-                res = handle.result()
-                if isinstance(res, MmError):
-                    for rest in handles[i + 1 :]:
-                        rest.cancel()
-                    raise res
-                done.append(res)
         return self._finish(request, ids, done)
 
     def process_batch(
@@ -378,23 +369,16 @@ class Pipeline:
         scope = _current_scope() if sources else None
         jobs = [_Job(r, k, data, kind, kthreads, compact, scope) for r, k, data, kind in sources]
         done: list[list[_Done]] = [[] for _ in requests]
-        if len(jobs) == 1:  # nothing to fan out: run it here, no hand-off
-            res = self._run_item(jobs[0])
+        handles = self.par.submit(self._run_item, jobs)  # a single item runs inline
+        for job, handle in zip(jobs, handles, strict=True):
+            if job.request in failed:
+                handle.cancel()
+                continue
+            res = handle.result()
             if isinstance(res, MmError):
-                failed[jobs[0].request] = res
+                failed[job.request] = res
             else:
-                done[jobs[0].request].append(res)
-        elif jobs:
-            handles = self.par.submit(self._run_item, jobs)
-            for job, handle in zip(jobs, handles, strict=True):
-                if job.request in failed:
-                    handle.cancel()
-                    continue
-                res = handle.result()
-                if isinstance(res, MmError):
-                    failed[job.request] = res
-                else:
-                    done[job.request].append(res)
+                done[job.request].append(res)
         results: list[MmOutput | MmError] = []
         for r, req in enumerate(requests):
             err = failed.get(r)
