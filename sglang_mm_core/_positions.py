@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -66,7 +65,7 @@ def _mrope_positions_py(
     grids: Sequence[tuple[int, int, int]],
 ) -> MRope:
     """The same walk in numpy: the reference the native one is tested against, and the path
-    that raises for blocks that do not fit."""
+    that raises for blocks that do not fit (cold: no caching of ranges or patterns)."""
     if len(offsets) != len(grids):
         raise LayoutError(f"{len(offsets)} offset pair(s) but {len(grids)} grid(s)")
     pos = np.empty((3, length), dtype=np.int64)
@@ -80,47 +79,17 @@ def _mrope_positions_py(
             )
         if s > prev_end + 1:
             text = s - prev_end - 1
-            pos[:, prev_end + 1 : s] = _counting(cursor, text)
+            pos[:, prev_end + 1 : s] = np.arange(cursor, cursor + text, dtype=np.int64)
             cursor += text
-        np.add(_grid_pattern(t, h, w), cursor, out=pos[:, s : e + 1])
+        pattern = np.indices((t, h, w), dtype=np.int64).reshape(3, -1)
+        np.add(pattern, cursor, out=pos[:, s : e + 1])
         cursor += max(t, h, w)
         prev_end = e
     if prev_end + 1 < length:
         text = length - prev_end - 1
-        pos[:, prev_end + 1 :] = _counting(cursor, text)
+        pos[:, prev_end + 1 :] = np.arange(cursor, cursor + text, dtype=np.int64)
         cursor += text
     return MRope(pos, cursor - length if length else 0)
-
-
-_COUNT: npt.NDArray[np.int64] = np.arange(1 << 12, dtype=np.int64)
-_COUNT.flags.writeable = False
-
-
-def _counting(start: int, n: int) -> npt.NDArray[np.int64]:
-    """``start, start + 1, ...`` (``n`` of them): a view of a shared range when it fits."""
-    if start + n <= len(_COUNT):
-        return _COUNT[start : start + n]
-    return np.arange(start, start + n, dtype=np.int64)
-
-
-#: Patterns of at most this many tokens are kept (every image of a fixed size shares one).
-_PATTERN_CACHE_TOKENS = 1 << 12
-
-
-def _grid_pattern(t: int, h: int, w: int) -> npt.NDArray[np.int64]:
-    """``[3, t*h*w]``: the (t, h, w) index of every token of a block, row-major (read-only)."""
-    if t * h * w <= _PATTERN_CACHE_TOKENS:
-        return _cached_pattern(t, h, w)
-    return _pattern(t, h, w)
-
-
-def _pattern(t: int, h: int, w: int) -> npt.NDArray[np.int64]:
-    out = np.indices((t, h, w), dtype=np.int64).reshape(3, -1)
-    out.flags.writeable = False
-    return out
-
-
-_cached_pattern = functools.lru_cache(maxsize=64)(_pattern)
 
 
 __all__ = ["MRope", "Rope1D", "mrope_positions"]
