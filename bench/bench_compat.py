@@ -13,8 +13,6 @@ Run: .venv/bin/python bench/bench_compat.py [--quick]"""
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import json
 import os
 import statistics
@@ -30,26 +28,15 @@ os.environ["SGL_MM_RS_THREADS"] = "1"
 
 from _images import mosaic
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "compat"))
+from compat_helpers import load_extension  # the same loader as the parity tests
+
 from sglang_mm_core.compat import sglang as ours
 
-ROOT = Path(__file__).resolve().parents[1]
-EXT = ROOT / "dist" / "sglang-ext" / "_multimodal.cpython-311-x86_64-linux-gnu.so"
-NAME = "sglang.srt.rust_extensions._multimodal"
 QUICK = "--quick" in sys.argv
 SIZES = {"640x480": (640, 480), "1080p": (1920, 1080), "12MP": (4000, 3000)}
 REPEATS = {"640x480": 41, "1080p": 15, "12MP": 7}
 IMG = 151655
-
-
-def load_extension() -> ModuleType:
-    if not EXT.is_file():
-        raise SystemExit(f"{EXT} is missing: run `make sglang-ext`")
-    loader = importlib.machinery.ExtensionFileLoader(NAME, str(EXT))
-    spec = importlib.util.spec_from_file_location(NAME, EXT, loader=loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
 
 
 def qwen_spec(resample: str) -> str:
@@ -137,7 +124,10 @@ def cases(ext: ModuleType, data: bytes) -> list[Case]:
 
 
 def main() -> None:
-    ext = load_extension()
+    try:
+        ext = load_extension()
+    except RuntimeError as e:  # the .so is missing
+        raise SystemExit(str(e)) from None
     print(f"cores: {os.cpu_count()}; one thread each (SGL_MM_RS_THREADS=1)")
     print(f"{'function':<38} {'image':>8} {'extension':>12} {'sglang-mm':>12} {'ratio':>7}")
     ratios: list[float] = []
