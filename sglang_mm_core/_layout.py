@@ -199,10 +199,7 @@ def layout_by_placeholder(
     ``between=(before, after)``: every placeholder must sit directly between those two ids
     (Qwen's ``vision_start``, ``vision_end``), else `LayoutError` naming the first that does
     not; checked in the same native pass as the search."""
-    src = _flat_ids(input_ids)
-    at = _indices(src, placeholder_id)
-    if len(at) != len(counts):
-        raise _count_mismatch(len(at), len(counts))
+    src, at = _placeholders(input_ids, placeholder_id, len(counts))
     if between is not None:
         bad = _first_unwrapped(src, at, between)
         if bad is not None:
@@ -226,10 +223,7 @@ def layout_by_placeholder_patterns(
     input_ids: Sequence[int] | npt.NDArray[Any], placeholder_id: int, patterns: Sequence[Pattern]
 ) -> TokenLayout:
     """Like `layout_by_placeholder`, with any pattern per item (e.g. `Explicit` tiles)."""
-    src = _flat_ids(input_ids)
-    at = _indices(src, placeholder_id)
-    if len(at) != len(patterns):
-        raise _count_mismatch(len(at), len(patterns))
+    src, at = _placeholders(input_ids, placeholder_id, len(patterns))
     return TokenLayout(_placeholder_segments(len(src), at, patterns))
 
 
@@ -257,8 +251,15 @@ def _flat_ids(input_ids: Sequence[int] | npt.NDArray[Any]) -> npt.NDArray[np.int
     return np.ascontiguousarray(input_ids, dtype=np.int64).reshape(-1)
 
 
-def _count_mismatch(placeholders: int, items: int) -> LayoutError:
-    return LayoutError(f"prompt has {placeholders} media placeholder(s) but {items} media item(s)")
+def _placeholders(
+    input_ids: Sequence[int] | npt.NDArray[Any], token: int, n_items: int
+) -> tuple[npt.NDArray[np.int64], list[int]]:
+    """The prompt as int64 and its placeholders' indices, one per item or a `LayoutError`."""
+    src = _flat_ids(input_ids)
+    at = _indices(src, token)
+    if len(at) != n_items:
+        raise LayoutError(f"prompt has {len(at)} media placeholder(s) but {n_items} media item(s)")
+    return src, at
 
 
 def _placeholder_segments(
