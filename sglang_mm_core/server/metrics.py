@@ -30,7 +30,7 @@ LATENCY_BUCKETS = (
 )
 
 
-class CacheCollector(Collector):
+class _CacheCollector(Collector):
     """The feature cache's counters, read from `Pipeline.cache_stats` at each scrape (the cache
     keeps them under its own lock; nothing is counted twice). Nothing is exported while there
     is no cache (no ``cache`` in the spec, or the pipeline not built yet)."""
@@ -74,7 +74,7 @@ class Metrics:
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
-        r.register(CacheCollector(cache_stats))
+        r.register(_CacheCollector(cache_stats))
         self.requests = Counter(
             "sglang_mm_requests",
             "HTTP requests answered, by endpoint and status code.",
@@ -115,4 +115,4 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-__all__ = ["CacheCollector", "Metrics"]
+__all__ = ["Metrics"]

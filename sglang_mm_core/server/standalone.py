@@ -4,13 +4,13 @@ built in the background (``/health`` says 503 until it is), workers pinned on re
 On SIGINT/SIGTERM the server stops accepting (new and queued requests get 503), lets running
 requests finish and their answers go out, then stops.
 
-While it serves, the interpreter's GIL switch interval is `SWITCH_INTERVAL_S` (Python's
+While it serves, the interpreter's GIL switch interval is `_SWITCH_INTERVAL_S` (Python's
 default is 5 ms). The workers' kernels run without the GIL, and each one's return waits for
 it; the event loop holds it while it parses bodies and writes answers (a 6 MB write to a
 socket is one call). With 5 ms turns, workers sat waiting behind the loop: 1080p compact
 throughput went from about 58 to 64 images/s with 0.5 ms.
 
-With glibc, freed memory is also kept for reuse (`retain_freed_memory`): every image
+With glibc, freed memory is also kept for reuse (`_retain_freed_memory`): every image
 allocates buffers of megabytes (decoded pixels, codes or features), which glibc otherwise
 hands back to the kernel and takes again, so each page is faulted and zeroed anew: 13% of the
 server's CPU on 1080p compact answers."""
@@ -46,18 +46,18 @@ from .ingress import bind, uvicorn_server
 log = logging.getLogger("sglang_mm.server")
 
 #: The GIL switch interval while `serve` runs (restored when it returns).
-SWITCH_INTERVAL_S = 0.0005
+_SWITCH_INTERVAL_S = 0.0005
 #: Allocations below this come from malloc's heap, not a mapping of their own (glibc's own
 #: adaptive limit stops at 32 MiB; a full 1080p Qwen answer is 50 MiB).
-MMAP_THRESHOLD_BYTES = 64 << 20
+_MMAP_THRESHOLD_BYTES = 64 << 20
 #: Free memory above this at the top of a heap goes back to the kernel.
-TRIM_THRESHOLD_BYTES = 256 << 20
+_TRIM_THRESHOLD_BYTES = 256 << 20
 
 
-def retain_freed_memory() -> bool:
+def _retain_freed_memory() -> bool:
     """Have glibc keep freed memory for the next request's buffers (see the module docs);
     True if it took the settings. The process's RSS stays near its peak, at most
-    `TRIM_THRESHOLD_BYTES` above what it uses, instead of following each request."""
+    `_TRIM_THRESHOLD_BYTES` above what it uses, instead of following each request."""
     if sys.platform != "linux":
         return False
     try:
@@ -67,8 +67,8 @@ def retain_freed_memory() -> bool:
         return False
     m_trim_threshold, m_mmap_threshold = -1, -3  # <malloc.h>
     return bool(
-        mallopt(m_mmap_threshold, MMAP_THRESHOLD_BYTES)
-        and mallopt(m_trim_threshold, TRIM_THRESHOLD_BYTES)
+        mallopt(m_mmap_threshold, _MMAP_THRESHOLD_BYTES)
+        and mallopt(m_trim_threshold, _TRIM_THRESHOLD_BYTES)
     )
 
 
@@ -167,8 +167,8 @@ def serve(
 
     builder = threading.Thread(target=build, name="sglang-mm-build", daemon=True)
     switch = sys.getswitchinterval()
-    sys.setswitchinterval(SWITCH_INTERVAL_S)
-    retain_freed_memory()
+    sys.setswitchinterval(_SWITCH_INTERVAL_S)
+    _retain_freed_memory()
     builder.start()
     try:
         server.run(sockets=[sock])
@@ -182,4 +182,4 @@ def serve(
     return 0
 
 
-__all__ = ["SWITCH_INTERVAL_S", "retain_freed_memory", "serve"]
+__all__ = ["serve"]
