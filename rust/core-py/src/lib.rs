@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes};
 
 mod body_shape;
+mod features;
 mod layout;
 
 /// Run `f` over the bytes of a bytes-like object (see `mm_pyglue::bytes_snapshot`).
@@ -335,6 +336,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(expand_repeats, m)?)?;
     m.add_function(wrap_pyfunction!(first_unwrapped, m)?)?;
     m.add_function(wrap_pyfunction!(mrope_positions, m)?)?;
+    features::register(m)?;
     m.add("DEFAULT_MAX_PIXELS", limits::MAX_IMAGE_PIXELS)?;
     m.add("DEFAULT_MAX_SIDE", limits::MAX_IMAGE_SIDE)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

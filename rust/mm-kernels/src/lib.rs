@@ -6,6 +6,7 @@ pub mod b64;
 pub mod decode;
 pub mod dims;
 pub mod error;
+pub mod features;
 pub mod feed;
 pub mod hash;
 pub mod image;

@@ -1,0 +1,235 @@
+//! Bindings of `mm_kernels::features`: a family's table and recipe, built once per pipeline,
+//! and the one call that turns a decoded image and its plan's parts into the feature (full
+//! or compact) with the GIL released.
+
+use mm_kernels::features::{
+    self, alloc, Arith, Bf16Table, Bf16Values, Codes, Part, Patching, Recipe, Rect, Resize,
+    Table, Values, Writer,
+};
+use mm_kernels::resize::{PassOrder, Resample};
+use mm_kernels::{KernelError, Par};
+use mm_pyglue::{array_from_vec, rgb_view, to_pyerr};
+use numpy::ndarray::ArrayViewD;
+use numpy::{PyArray1, PyArrayDyn, PyReadonlyArray3};
+use pyo3::prelude::*;
+
+/// A per-channel table, in float32 or rounded to bfloat16 (`sglang_mm_core.plugin.Table`).
+#[pyclass(frozen, module = "sglang_mm_core._native")]
+pub struct FeatureTable {
+    table: Table,
+    bf16: Option<Bf16Table>,
+}
+
+#[pymethods]
+impl FeatureTable {
+    #[new]
+    #[pyo3(signature = (mean, std, rescale, arith, dtype, pad_sample=None))]
+    fn new(
+        py: Python<'_>,
+        mean: [f64; 3],
+        std: [f64; 3],
+        rescale: f64,
+        arith: &str,
+        dtype: &str,
+        pad_sample: Option<i32>,
+    ) -> PyResult<Self> {
+        let err = |e| to_pyerr(py, e);
+        let arith = Arith::parse(arith).map_err(err)?;
+        let mut table = Table::new(mean, std, rescale, arith).map_err(err)?;
+        if let Some(sample) = pad_sample {
+            table = table.with_pad_sample(sample);
+        }
+        let bf16 = match dtype {
+            "float32" => None,
+            "bfloat16" => Some(table.bf16()),
+            other => {
+                return Err(err(KernelError::InvalidArgument(format!(
+                    "table dtype must be float32 or bfloat16, got {other:?}"
+                ))))
+            }
+        };
+        Ok(Self { table, bf16 })
+    }
+
+    /// `[3, 256]`: float32 values, or bfloat16 bits as uint16.
+    fn values<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(match &self.bf16 {
+            None => {
+                let flat: Vec<f32> = self.table.values().iter().flatten().copied().collect();
+                array_from_vec(py, flat, &[3, 256])?.into_any()
+            }
+            Some(b) => {
+                let flat: Vec<u16> = b.values().iter().flatten().copied().collect();
+                array_from_vec(py, flat, &[3, 256])?.into_any()
+            }
+        })
+    }
+
+    /// The pad value per channel (`[3]`, as `values`), or None.
+    fn pad<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Ok(match (&self.bf16, self.table.pad()) {
+            (_, None) => None,
+            (None, Some(p)) => Some(PyArray1::from_vec(py, p.to_vec()).into_any()),
+            (Some(b), Some(_)) => {
+                let p = b.pad().unwrap_or_default();
+                Some(PyArray1::from_vec(py, p.to_vec()).into_any())
+            }
+        })
+    }
+}
+
+/// A feature recipe: the resampler of the parts and the writer (`sglang_mm_core.plugin`'s
+/// `Features`).
+#[pyclass(frozen, module = "sglang_mm_core._native")]
+pub struct FeatureRecipe {
+    recipe: Recipe,
+}
+
+#[pymethods]
+impl FeatureRecipe {
+    #[new]
+    #[pyo3(signature = (
+        writer, resample, pass_order="pillow13", *, tile=0, patch_size=0, merge_size=0,
+        temporal_patch_size=0
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        writer: &str,
+        resample: &str,
+        pass_order: &str,
+        tile: usize,
+        patch_size: usize,
+        merge_size: usize,
+        temporal_patch_size: usize,
+    ) -> PyResult<Self> {
+        let err = |e| to_pyerr(py, e);
+        let writer = match writer {
+            "planes" => Writer::Planes,
+            "tiles" => Writer::Tiles(tile),
+            "patch_rows" => Writer::PatchRows(Patching {
+                patch_size,
+                merge_size,
+                temporal_patch_size,
+            }),
+            "hwc_patches" => Writer::HwcPatches(patch_size),
+            other => {
+                return Err(err(KernelError::InvalidArgument(format!(
+                    "unknown writer {other:?} (expected planes, tiles, patch_rows or \
+                     hwc_patches)"
+                ))))
+            }
+        };
+        let resize = Resize {
+            resample: Resample::parse(resample).map_err(err)?,
+            order: PassOrder::parse(pass_order).map_err(err)?,
+        };
+        Ok(Self {
+            recipe: Recipe { resize, writer },
+        })
+    }
+
+    /// The feature of `image` (RGB uint8 `[h, w, 3]`) for `parts`: float32 or bfloat16 bits
+    /// through `table`, or (`codes`) the uint8 codes; its shape is the writer's. The GIL is
+    /// released while the pixels are worked.
+    #[pyo3(signature = (image, parts, table, codes=false, threads=1))]
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        image: PyReadonlyArray3<'py, u8>,
+        parts: Vec<PartArg>,
+        table: &FeatureTable,
+        codes: bool,
+        threads: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let err = |e| to_pyerr(py, e);
+        let view = rgb_view(&image).map_err(err)?;
+        let parts: Vec<Part> = parts.into_iter().map(PartArg::part).collect();
+        let par = Par::new(threads);
+        let recipe = &self.recipe;
+        if codes {
+            let out = py
+                .detach(|| features::compose(view, &parts, recipe, &Codes, &par))
+                .map_err(err)?;
+            return Ok(array_from_vec(py, out.data, &out.shape)?.into_any());
+        }
+        match &table.bf16 {
+            Some(b) => {
+                let out = py
+                    .detach(|| features::compose(view, &parts, recipe, &Bf16Values(b), &par))
+                    .map_err(err)?;
+                Ok(array_from_vec(py, out.data, &out.shape)?.into_any())
+            }
+            None => {
+                let t = &table.table;
+                let out = py
+                    .detach(|| features::compose(view, &parts, recipe, &Values(t), &par))
+                    .map_err(err)?;
+                Ok(pooled_array(py, out.data, &out.shape)?.into_any())
+            }
+        }
+    }
+}
+
+/// A part as Python passes it: `(source, (width, height), crop, pad_to)`, the rectangles
+/// `(x, y, w, h)` or None.
+type RectArg = Option<(usize, usize, usize, usize)>;
+
+#[derive(FromPyObject)]
+pub struct PartArg(RectArg, (usize, usize), RectArg, Option<(usize, usize)>);
+
+impl PartArg {
+    fn part(self) -> Part {
+        let rect = |r: RectArg| r.map(|(x, y, w, h)| Rect::new(x, y, w, h));
+        Part {
+            source: rect(self.0),
+            size: self.1,
+            crop: rect(self.2),
+            pad_to: self.3,
+        }
+    }
+}
+
+/// The buffer behind a float32 feature array; handed to the reuse pool when numpy lets go.
+#[pyclass(frozen, module = "sglang_mm_core._native")]
+struct Owned {
+    values: Vec<f32>,
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        alloc::give_f32(std::mem::take(&mut self.values));
+    }
+}
+
+/// `values` as an array of `shape`, without copying; its buffer returns to the pool.
+fn pooled_array<'py>(
+    py: Python<'py>,
+    values: Vec<f32>,
+    shape: &[usize],
+) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
+    if shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) != Some(values.len()) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "{} values do not make an array of shape {shape:?}",
+            values.len()
+        )));
+    }
+    let mut values = values;
+    // Taken mutably before the move (which leaves the heap buffer where it is): numpy may write
+    // through it.
+    let ptr = values.as_mut_ptr();
+    let owner = Bound::new(py, Owned { values })?;
+    // SAFETY: `ptr` points at `shape.product()` initialised floats (checked above), owned by
+    // `owner`, which never touches nor reallocates them until it is dropped; the array keeps
+    // `owner` alive as its base object.
+    let view = unsafe { ArrayViewD::from_shape_ptr(shape, ptr.cast_const()) };
+    // SAFETY: `view` borrows memory that `owner` keeps alive for as long as the array lives.
+    Ok(unsafe { PyArrayDyn::borrow_from_array(&view, owner.into_any()) })
+}
+
+/// Register the classes on the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<FeatureTable>()?;
+    m.add_class::<FeatureRecipe>()?;
+    Ok(())
+}

@@ -1,0 +1,177 @@
+//! Channel planes (CHW): each part's pixels as three planes, whole (`[3, H, W]`: Pixtral,
+//! CLIP, one Gemma 3 crop) or cut into `T x T` tiles in row-major order (`[tiles, 3, T, T]`:
+//! InternVL's canvas and thumbnail). A whole part is one tile of its own size, so both are
+//! one walk.
+//!
+//! The output is split into jobs, each a band of rows of one tile row of one part: a job owns
+//! the band's rows of each of its tiles' three planes (disjoint slices), resizes those rows and
+//! scatters every pixel into its three planes in one pass. Jobs run through the `par` seam;
+//! the result does not depend on how many threads ran them.
+
+use std::mem::MaybeUninit;
+use std::sync::Mutex;
+
+use super::encode::Encode;
+use super::parts::{Band, Source};
+use crate::error::{KernelError, Result};
+use crate::par::Par;
+
+/// Output rows resized per step: a few hundred KB of band, cache resident.
+const STEP_ROWS: usize = 16;
+
+/// One job: rows `a..b` of tile row `row` of part `part`; `pieces[col * 3 + ch]` receives
+/// those rows of channel `ch` of the tile in column `col`.
+struct Job<'o, T> {
+    part: usize,
+    row: usize,
+    a: usize,
+    b: usize,
+    pieces: Vec<&'o mut [MaybeUninit<T>]>,
+}
+
+/// The tile size of each part: `tile` when given (every part's extent must then be a
+/// multiple of it), else the part's whole extent.
+fn tile_of(src: &Source<'_>, tile: Option<usize>) -> Result<(usize, usize)> {
+    let (w, h) = src.extent;
+    match tile {
+        None => Ok((w, h)),
+        Some(t) if t > 0 && w % t == 0 && h % t == 0 => Ok((t, t)),
+        Some(t) => Err(KernelError::InvalidArgument(format!(
+            "a {w}x{h} part is not a whole number of {t}x{t} tiles"
+        ))),
+    }
+}
+
+/// Elements the planes of `sources` take.
+pub(crate) fn len(sources: &[Source<'_>]) -> Result<usize> {
+    let overflow = || KernelError::Limit("the feature's size overflows".into());
+    sources.iter().try_fold(0usize, |acc, s| {
+        let (w, h) = s.extent;
+        w.checked_mul(h)
+            .and_then(|p| p.checked_mul(3))
+            .and_then(|p| acc.checked_add(p))
+            .ok_or_else(overflow)
+    })
+}
+
+/// Write the planes of every part in `sources` into `out` (exactly [`len`] elements), tiles
+/// of `tile` when given. Every element of `out` is written.
+pub(crate) fn write<E: Encode>(
+    sources: &[Source<'_>],
+    tile: Option<usize>,
+    enc: &E,
+    par: &Par,
+    out: &mut [MaybeUninit<E::Out>],
+) -> Result<()> {
+    let tiles: Vec<(usize, usize)> = sources
+        .iter()
+        .map(|s| tile_of(s, tile))
+        .collect::<Result<_>>()?;
+    let tile_rows: usize = sources
+        .iter()
+        .zip(&tiles)
+        .map(|(s, &(_, th))| s.extent.1 / th)
+        .sum();
+    // Enough bands per tile row that every thread has a job.
+    let bands = par.threads().div_ceil(tile_rows.max(1)).max(1);
+    let mut jobs: Vec<Mutex<Job<'_, E::Out>>> = Vec::new();
+    let mut rest = out;
+    for (p, (src, &(tw, th))) in sources.iter().zip(&tiles).enumerate() {
+        let (w, h) = src.extent;
+        let (cols, rows) = (w / tw, h / th);
+        let per = th.div_ceil(bands);
+        for r in 0..rows {
+            let (row, tail) = std::mem::take(&mut rest).split_at_mut(cols * 3 * tw * th);
+            rest = tail;
+            let first = jobs.len();
+            let n = th.div_ceil(per);
+            for k in 0..n {
+                let (a, b) = (k * per, ((k + 1) * per).min(th));
+                jobs.push(Mutex::new(Job {
+                    part: p,
+                    row: r,
+                    a,
+                    b,
+                    pieces: Vec::with_capacity(cols * 3),
+                }));
+            }
+            for plane in row.chunks_exact_mut(tw * th) {
+                for (k, piece) in plane.chunks_mut(per * tw).enumerate() {
+                    let job = jobs[first + k].get_mut().map_err(|_| poisoned())?;
+                    job.pieces.push(piece);
+                }
+            }
+        }
+    }
+    let results = par.map(&jobs, |_, slot| -> Result<()> {
+        let mut job = slot.lock().map_err(|_| poisoned())?;
+        let job: &mut Job<'_, E::Out> = &mut job;
+        let src = &sources[job.part];
+        fill(src, tiles[job.part], job, enc)
+    });
+    results.into_iter().collect::<Result<Vec<()>>>()?;
+    Ok(())
+}
+
+fn poisoned() -> KernelError {
+    KernelError::InvalidArgument("a feature worker panicked".to_string())
+}
+
+/// Rows `job.a..job.b` of tile row `job.row`: resized a step at a time, scattered to planes.
+fn fill<E: Encode>(
+    src: &Source<'_>,
+    (tw, th): (usize, usize),
+    job: &mut Job<'_, E::Out>,
+    enc: &E,
+) -> Result<()> {
+    let (kw, kh) = src.kept();
+    let cols = src.extent.0 / tw;
+    let pad = [enc.pad(0), enc.pad(1), enc.pad(2)];
+    let mut band = Band::default();
+    let y0 = job.row * th;
+    let mut y = job.a;
+    while y < job.b {
+        let top = y0 + y;
+        if top >= kh {
+            // Below the kept pixels: padding only.
+            for (i, piece) in job.pieces.iter_mut().enumerate() {
+                for d in &mut piece[(y - job.a) * tw..(job.b - job.a) * tw] {
+                    d.write(pad[i % 3]);
+                }
+            }
+            break;
+        }
+        let n = STEP_ROWS.min(job.b - y).min(kh - top);
+        let rows = src.rows(top, top + n, &mut band)?;
+        for k in 0..n {
+            let line = rows.row(k);
+            let yy = y - job.a + k;
+            for c in 0..cols {
+                let x0 = c * tw;
+                let inside = kw.saturating_sub(x0).min(tw);
+                let px = &line[x0 * 3..(x0 + inside) * 3];
+                let [p0, p1, p2] = &mut job.pieces[c * 3..c * 3 + 3] else {
+                    unreachable!("three planes per tile")
+                };
+                let (at, end) = (yy * tw, (yy + 1) * tw);
+                let (q0, q1, q2) = (&mut p0[at..end], &mut p1[at..end], &mut p2[at..end]);
+                let lanes = q0[..inside]
+                    .iter_mut()
+                    .zip(q1[..inside].iter_mut())
+                    .zip(q2[..inside].iter_mut());
+                for (((d0, d1), d2), p) in lanes.zip(px.chunks_exact(3)) {
+                    d0.write(enc.encode(0, p[0]));
+                    d1.write(enc.encode(1, p[1]));
+                    d2.write(enc.encode(2, p[2]));
+                }
+                for (q, v) in [q0, q1, q2].into_iter().zip(pad) {
+                    for d in &mut q[inside..] {
+                        d.write(v);
+                    }
+                }
+            }
+        }
+        y += n;
+    }
+    Ok(())
+}

@@ -1,0 +1,303 @@
+//! Every writer against a straightforward statement of its layout (resize whole with
+//! `resize_rgb`, crop, pad, then index), for each encoder, resampler, pass order and thread
+//! count; and the compact form through the table equal to the full form.
+
+use super::*;
+use crate::image::RgbImage;
+use crate::resize::{resize_rgb, PassOrder, Resample};
+
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (s >> 56) as u8
+        })
+        .collect()
+}
+
+/// The part's pixels as `(kept width, kept height, extent, sample(x, y, c))`, the slow way.
+struct Reference {
+    kept: (usize, usize),
+    extent: (usize, usize),
+    img: RgbImage,
+    crop: Rect,
+}
+
+impl Reference {
+    fn new(src: RgbView<'_>, part: &Part, resize: Resize) -> Self {
+        let r = part.source.unwrap_or(Rect::new(0, 0, src.width, src.height));
+        let mut cut = Vec::new();
+        for y in r.y..r.y + r.h {
+            cut.extend_from_slice(&src.data[(y * src.width + r.x) * 3..][..r.w * 3]);
+        }
+        let view = RgbView::new(r.w, r.h, &cut).unwrap();
+        let (w, h) = part.size;
+        let img = resize_rgb(view, w, h, resize.resample, resize.order, &Par::inline()).unwrap();
+        let crop = part.crop.unwrap_or(Rect::new(0, 0, w, h));
+        Self {
+            kept: (crop.w, crop.h),
+            extent: part.extent(),
+            img,
+            crop,
+        }
+    }
+
+    /// Sample `c` at `(x, y)` of the extent; `None` in the padding.
+    fn at(&self, x: usize, y: usize, c: usize) -> Option<u8> {
+        if x >= self.kept.0 || y >= self.kept.1 {
+            return None;
+        }
+        let (xx, yy) = (x + self.crop.x, y + self.crop.y);
+        Some(self.img.data[(yy * self.img.width + xx) * 3 + c])
+    }
+}
+
+fn value(t: &Table, v: Option<u8>, c: usize) -> f32 {
+    v.map_or_else(|| t.pad().unwrap_or([0.0; 3])[c], |v| t.values()[c][usize::from(v)])
+}
+
+/// `(x, y, c, frame)` of every output element, in order, for a writer over references.
+fn elements(refs: &[Reference], writer: Writer) -> Vec<(usize, usize, usize, usize)> {
+    let mut out = Vec::new();
+    match writer {
+        Writer::Planes => {
+            let (w, h) = refs[0].extent;
+            for c in 0..3 {
+                for y in 0..h {
+                    for x in 0..w {
+                        out.push((0, x, y, c));
+                    }
+                }
+            }
+        }
+        Writer::Tiles(t) => {
+            for (p, r) in refs.iter().enumerate() {
+                let (w, h) = r.extent;
+                for tr in 0..h / t {
+                    for tc in 0..w / t {
+                        for c in 0..3 {
+                            for y in 0..t {
+                                for x in 0..t {
+                                    out.push((p, tc * t + x, tr * t + y, c));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Writer::PatchRows(p) => {
+            let (w, h) = refs[0].extent;
+            let (ps, m, tps) = (p.patch_size, p.merge_size, p.temporal_patch_size);
+            let (gh, gw) = (h / ps, w / ps);
+            for r in 0..gh * gw {
+                let (mw, mh) = (r % m, (r / m) % m);
+                let b = r / (m * m);
+                let (bh, bw) = (b / (gw / m), b % (gw / m));
+                let (pr, pc) = (bh * m + mh, bw * m + mw);
+                for c in 0..3 {
+                    for _ in 0..tps {
+                        for y in 0..ps {
+                            for x in 0..ps {
+                                out.push((0, pc * ps + x, pr * ps + y, c));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Writer::HwcPatches(ps) => {
+            let (w, h) = refs[0].extent;
+            for pr in 0..h / ps {
+                for pc in 0..w / ps {
+                    for y in 0..ps {
+                        for x in 0..ps {
+                            for c in 0..3 {
+                                out.push((0, pc * ps + x, pr * ps + y, c));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The compact form of the patch rows holds each frame once.
+fn compact_elements(refs: &[Reference], writer: Writer) -> Vec<(usize, usize, usize, usize)> {
+    match writer {
+        Writer::PatchRows(p) => elements(
+            refs,
+            Writer::PatchRows(Patching {
+                temporal_patch_size: 1,
+                ..p
+            }),
+        ),
+        other => elements(refs, other),
+    }
+}
+
+fn check(src: RgbView<'_>, parts: &[Part], writer: Writer) {
+    let table = Table::new([0.48, 0.46, 0.41], [0.27, 0.26, 0.28], 1.0 / 255.0, Arith::Numpy)
+        .unwrap()
+        .with_pad_sample(-1);
+    let bf16 = table.bf16();
+    for resample in [Resample::PilBicubic, Resample::AtenU8, Resample::PilLanczos] {
+        for order in [PassOrder::Pillow13, PassOrder::Pillow12] {
+            let resize = Resize { resample, order };
+            let recipe = Recipe { resize, writer };
+            let refs: Vec<Reference> = parts.iter().map(|p| Reference::new(src, p, resize)).collect();
+            let want: Vec<f32> = elements(&refs, writer)
+                .into_iter()
+                .map(|(p, x, y, c)| value(&table, refs[p].at(x, y, c), c))
+                .collect();
+            let want_codes: Vec<u8> = compact_elements(&refs, writer)
+                .into_iter()
+                .map(|(p, x, y, c)| refs[p].at(x, y, c).unwrap_or(0))
+                .collect();
+            for threads in [1, 2, 3, 7] {
+                let par = Par::new(threads);
+                let got = compose(src, parts, &recipe, &Values(&table), &par).unwrap();
+                assert_eq!(got.shape.iter().product::<usize>(), got.data.len());
+                assert!(got.data == want, "{writer:?} {resample:?} {order:?} t{threads}");
+                let got16 = compose(src, parts, &recipe, &Bf16Values(&bf16), &par).unwrap();
+                let want16: Vec<u16> = want.iter().map(|&v| bf16_rne(v)).collect();
+                assert_eq!(got16.data, want16, "bf16 {writer:?}");
+                let codes = compose(src, parts, &recipe, &Codes, &par).unwrap();
+                assert_eq!(codes.data, want_codes, "codes {writer:?} {resample:?} t{threads}");
+            }
+        }
+    }
+}
+
+#[test]
+fn planes_of_a_resized_cropped_padded_part() {
+    let (w, h) = (41, 29);
+    let data = noise(w * h * 3, 1);
+    let src = RgbView::new(w, h, &data).unwrap();
+    check(src, &[Part::resized(32, 48)], Writer::Planes);
+    check(src, &[Part::resized(41, 29)], Writer::Planes);
+    let clip = Part {
+        source: None,
+        size: (30, 21),
+        crop: Some(Rect::new(4, 0, 21, 21)),
+        pad_to: None,
+    };
+    check(src, &[clip], Writer::Planes);
+    let padded = Part {
+        pad_to: Some((35, 40)),
+        ..Part::resized(33, 17)
+    };
+    check(src, &[padded], Writer::Planes);
+}
+
+#[test]
+fn tiles_of_a_canvas_a_thumbnail_and_crops() {
+    let (w, h) = (53, 37);
+    let data = noise(w * h * 3, 2);
+    let src = RgbView::new(w, h, &data).unwrap();
+    // InternVL: a 3x2 canvas of 12-pixel tiles, then the thumbnail.
+    check(src, &[Part::resized(36, 24), Part::resized(12, 12)], Writer::Tiles(12));
+    // Gemma 3 with pan and scan: the whole image and two crops, each one tile.
+    let crops = [
+        Part::resized(16, 16),
+        Part {
+            source: Some(Rect::new(0, 0, 27, 37)),
+            ..Part::resized(16, 16)
+        },
+        Part {
+            source: Some(Rect::new(27, 0, 26, 37)),
+            ..Part::resized(16, 16)
+        },
+    ];
+    check(src, &crops, Writer::Tiles(16));
+}
+
+#[test]
+fn patch_rows_of_every_shipped_geometry() {
+    for (k, &(w, h)) in [(40, 36), (13, 57), (90, 20), (41, 41)].iter().enumerate() {
+        let data = noise(w * h * 3, k as u64);
+        let src = RgbView::new(w, h, &data).unwrap();
+        let p = Patching {
+            patch_size: 2,
+            merge_size: 2,
+            temporal_patch_size: 2,
+        };
+        for (ow, oh) in [(40, 36), (40, 52), (24, 36), (8, 4), (w / 4 * 4, h / 4 * 4)] {
+            check(src, &[Part::resized(ow, oh)], Writer::PatchRows(p));
+        }
+    }
+    // The patch sizes with their own code paths (Qwen2/2.5: 14, Qwen3: 16).
+    for ps in [14, 16] {
+        let p = Patching {
+            patch_size: ps,
+            merge_size: 2,
+            temporal_patch_size: 2,
+        };
+        let data = noise(75 * 61 * 3, ps as u64);
+        let src = RgbView::new(75, 61, &data).unwrap();
+        for (ow, oh) in [(4 * ps, 2 * ps), (6 * ps, 4 * ps)] {
+            check(src, &[Part::resized(ow, oh)], Writer::PatchRows(p));
+        }
+    }
+}
+
+#[test]
+fn hwc_patches_with_padding() {
+    let (w, h) = (37, 23);
+    let data = noise(w * h * 3, 9);
+    let src = RgbView::new(w, h, &data).unwrap();
+    // Inkling: ceil(h / ps) rows, floor(w / ps) + 1 columns, the rest padded.
+    let part = Part {
+        pad_to: Some((8 * 5, 5 * 5)),
+        ..Part::resized(37, 23)
+    };
+    check(src, &[part], Writer::HwcPatches(5));
+    let part = Part {
+        pad_to: Some((6 * 5, 4 * 5)),
+        ..Part::resized(26, 19)
+    };
+    check(src, &[part], Writer::HwcPatches(5));
+}
+
+#[test]
+fn what_a_writer_cannot_lay_out_is_refused() {
+    let data = noise(20 * 20 * 3, 3);
+    let src = RgbView::new(20, 20, &data).unwrap();
+    let resize = Resize {
+        resample: Resample::PilBicubic,
+        order: PassOrder::Pillow13,
+    };
+    let p = Patching {
+        patch_size: 2,
+        merge_size: 2,
+        temporal_patch_size: 2,
+    };
+    let bad = [
+        (vec![], Writer::Planes),
+        (vec![Part::resized(8, 8), Part::resized(8, 8)], Writer::Planes),
+        (vec![Part::resized(10, 8)], Writer::Tiles(4)),
+        (vec![Part::resized(10, 8)], Writer::PatchRows(p)),
+        (
+            vec![Part {
+                pad_to: Some((12, 12)),
+                ..Part::resized(8, 8)
+            }],
+            Writer::PatchRows(p),
+        ),
+        (vec![Part::resized(9, 8)], Writer::HwcPatches(4)),
+        (vec![Part::resized(8, 8)], Writer::Tiles(0)),
+    ];
+    for (parts, writer) in bad {
+        let recipe = Recipe { resize, writer };
+        let got = compose(src, &parts, &recipe, &Codes, &Par::new(2));
+        assert!(
+            matches!(got, Err(KernelError::InvalidArgument(_))),
+            "{parts:?} {writer:?}"
+        );
+    }
+}
