@@ -1,34 +1,45 @@
-# The two commands of the README: `make demo` and `make test`. Everything they need is built
-# into .venv/ at the root; the only system package (nasm, for libjpeg-turbo's SIMD code) is
-# installed here when missing and root can install it (without it the build still works, with
-# a slower JPEG decode of identical bits).
+# The commands of the README: `make demo`, `make check` (the inner loop) and `make test` (all
+# of it, what .ci/run calls). Everything they need is built into .venv/ at the root; the only
+# system package (nasm, for libjpeg-turbo's SIMD code) is installed here when missing and root
+# can install it (without it the build still works, with a slower JPEG decode of identical bits).
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 BIN := $(abspath $(VENV)/bin)
 export PATH := $(BIN):$(PATH)
-# One Cargo workspace at the repository root; every build (develop, wheels, sdist tests)
-# shares this target dir, so each crate is compiled once.
+# One Cargo workspace at the repository root and one target dir for every build (develop,
+# wheels, tests, clippy, the sdist tests), so each crate is compiled once per profile.
 export CARGO_TARGET_DIR := $(abspath target)
+# The distributions: the core (maturin), the family plugins (plugins/<family>/: maturin when
+# the family has a crate of its own, hatchling when it is composed of core kernels) and the
+# SGLang drop-in (compat/sglang). The templates (plugins/template_*) are starting points to
+# copy, built and tested by their own packaging test, not shipped.
 PLUGINS := $(sort $(dir $(wildcard plugins/*/pyproject.toml)))
-# Shipped distributions: the core and every family plugin (not the template, which is a
-# starting point to copy, built by its own test).
-DIST_PLUGINS := $(filter-out plugins/template/,$(PLUGINS))
+SHIPPED_PLUGINS := $(filter-out plugins/template_%,$(PLUGINS))
+RUST_PLUGINS := $(sort $(dir $(patsubst %/rust/,%/,$(dir $(wildcard $(addsuffix rust/Cargo.toml,$(SHIPPED_PLUGINS)))))))
+PY_DISTS := $(filter-out $(RUST_PLUGINS),$(SHIPPED_PLUGINS)) compat/sglang/
 DIST := $(abspath dist)
-DIST_NAMES := $(foreach p,$(DIST_PLUGINS),sglang_mm_$(notdir $(patsubst %/,%,$(p))))
-PLUGIN_WHEELS = $(foreach n,$(DIST_NAMES),$(wildcard $(DIST)/$(n)-*.whl))
 WHEELHOUSE := $(DIST)/wheelhouse
 CARGO := cargo
 CARGO_HOME_DIR := $(or $(CARGO_HOME),$(HOME)/.cargo)
 CARGO_FLAGS := --locked
+# Where `make build` records what it installed in development mode.
+BUILT := $(VENV)/.built
 
-.PHONY: demo test build dist wheelhouse env system-deps lint rust-test rust-package py-test \
-	fuzz-smoke fuzz-asan bench clean sglang-ext
+.PHONY: demo test check build dist wheelhouse env system-deps lint lint-py lint-rust rust-test \
+	rust-package py-test py-check fuzz-smoke fuzz-asan bench clean sglang-ext
 
 demo: build
-	$(PY) -m sglang_mm_core.demo examples
+	$(PY) -m sglang_mm_core._demo examples
 
+# Everything: lint, the Rust tests, the packaged crates, a fuzz smoke run, the distributions
+# (wheels and sdists, tested in fresh venvs) and every Python test.
 test: build lint rust-test rust-package fuzz-smoke wheelhouse py-test
+
+# The inner loop: lint and the Python tests against the sources in place (the core and every
+# plugin installed in development mode, so an edit is what the tests run), without the
+# packaging tests (fresh venvs from dist/) and the tests marked `slow`.
+check: build lint py-check
 
 env: $(VENV)/.installed
 
@@ -44,21 +55,31 @@ system-deps:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nasm; \
 	  else echo "note: nasm not found; libjpeg-turbo builds without SIMD (same bits, slower)" >&2; fi; }
 
-# The core in development mode (its Python sources are used in place), then every wheel once
-# into dist/; the plugins are installed from those same wheels.
-build: env dist
+# The core and every shipped distribution in development mode: their Python sources are used
+# in place; the Rust extensions are compiled (release) into target/ and linked in.
+build: env
 	$(BIN)/maturin develop --release --quiet
-	$(PY) -m pip install --quiet --no-deps --force-reinstall $(PLUGIN_WHEELS)
+	@for p in $(RUST_PLUGINS); do \
+	  $(BIN)/maturin develop --release --quiet -m $${p}rust/Cargo.toml || exit 1; \
+	done
+	@if [ ! -f $(BUILT) ] || [ "$$(cat $(BUILT))" != "$(PY_DISTS)" ]; then \
+	  $(PY) -m pip install --quiet --no-deps --no-build-isolation $(foreach p,$(PY_DISTS),-e $(p)) \
+	    && echo "$(PY_DISTS)" > $(BUILT); \
+	fi
 
-# Wheels and sdists of every shipped distribution.
+# A wheel and an sdist of every shipped distribution, into dist/ (each wheel built once; the
+# Rust ones share target/ with `build`, so only the wheel's own link step runs again).
 dist: env
 	@mkdir -p $(DIST)
 	rm -f $(DIST)/*.whl $(DIST)/*.tar.gz
 	$(BIN)/maturin build --release --quiet --out $(DIST)
 	$(BIN)/maturin sdist --out $(DIST)
-	@for p in $(DIST_PLUGINS); do \
+	@for p in $(RUST_PLUGINS); do \
 	  $(BIN)/maturin build --release --quiet -m $${p}rust/Cargo.toml --out $(DIST) || exit 1; \
 	  $(BIN)/maturin sdist -m $${p}rust/Cargo.toml --out $(DIST) || exit 1; \
+	done
+	@for p in $(PY_DISTS); do \
+	  $(PY) -m build --no-isolation --quiet --outdir $(DIST) $$p > /dev/null || exit 1; \
 	done
 
 # Everything a fresh venv needs to install the dist/ wheels and build the sdists without an
@@ -66,40 +87,51 @@ dist: env
 wheelhouse: dist
 	@mkdir -p $(WHEELHOUSE)
 	$(PY) -m pip download --quiet --dest $(WHEELHOUSE) -c requirements/dev.txt \
-	  "$$(ls $(DIST)/sglang_mm_core-*.whl)[conformance,safetensors]" $(PLUGIN_WHEELS) maturin cmake pillow
+	  "$$(ls $(DIST)/sglang_mm_core-*.whl)[conformance,safetensors]" \
+	  $(filter-out $(DIST)/sglang_mm_core-%,$(wildcard $(DIST)/*.whl)) \
+	  maturin cmake hatchling editables pillow
 	rm -f $(WHEELHOUSE)/sglang_mm_*  # ours come from dist/ itself, always the fresh ones
 
-lint: env
+lint: lint-py lint-rust
+
+lint-py: env
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+
+# Every crate, the plugins' included: each states the same lint tables (tested by
+# tests/test_lints.py), so its sdist stays self-contained.
+lint-rust: env
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy $(CARGO_FLAGS) --workspace --all-targets --release -- -D warnings
 
 rust-test: env
 	$(CARGO) test $(CARGO_FLAGS) --release -p mm-kernels
 	$(CARGO) test $(CARGO_FLAGS) --release -p mm-kernels --features parallel
-	$(CARGO) test $(CARGO_FLAGS) --release -p core-py -p qwen-vl-py -p inkling-py -p gemma3-py -p pixtral-py -p internvl-py
+	$(CARGO) test $(CARGO_FLAGS) --release -p core-py $(foreach p,$(RUST_PLUGINS),-p $(shell sed -n 's/^name = "\(.*\)"/\1/p' $(p)rust/Cargo.toml | head -1))
 
-# The kernel crates as crates.io would receive them, built and verified from the package.
-# Verification unpacks them from a temporary local registry, and cargo takes a crate of an
-# already seen registry and version for immutable: an older unpacked copy (in
-# $CARGO_HOME/registry/src/-<hash>/) or build of the same 0.1.0 would be reused. So both go
-# first: the copies of that local registry only (never crates.io's), and a target dir of its own.
+# The kernel crates as crates.io would receive them (`cargo package`), for the plugin
+# template's packaging test, which builds a plugin from exactly these files: that build is the
+# packages' verification (cargo's own would compile them once more, libjpeg-turbo included).
+# Cargo takes a crate of an already seen registry and version for immutable: an older unpacked
+# copy (in $CARGO_HOME/registry/src/-<hash>/) of the same 0.1.0 would be reused, so those
+# copies of the template's local registry go first (never crates.io's).
 PACKAGE_DIR := $(CARGO_TARGET_DIR)/package
 rust-package: env
-	rm -rf $(PACKAGE_DIR) $(CARGO_TARGET_DIR)/package-verify \
+	rm -rf $(PACKAGE_DIR) \
 	  $(CARGO_HOME_DIR)/registry/src/-*/mm-kernels-* $(CARGO_HOME_DIR)/registry/src/-*/mm-pyglue-*
-	$(CARGO) package $(CARGO_FLAGS) -p mm-kernels -p mm-pyglue --allow-dirty \
-	  --target-dir $(CARGO_TARGET_DIR)/package-verify
-	mkdir -p $(PACKAGE_DIR)
-	cp $(CARGO_TARGET_DIR)/package-verify/package/*.crate $(PACKAGE_DIR)/
+	$(CARGO) package $(CARGO_FLAGS) -p mm-kernels -p mm-pyglue --allow-dirty --no-verify
 
+PYTEST := $(PY) -m pytest -q
 py-test: build sglang-ext
-	$(PY) -m pytest -q
+	$(PYTEST)
 
-# SGLang's compiled extension, the reference of tests/compat: only its .so, taken once out of
-# the sglang wheel (downloaded without dependencies; pinned by the .so's sha256).
+# The inner loop's tests: two workers, the packaging tests and the `slow` ones left out.
+py-check: build sglang-ext
+	$(PYTEST) -n 2 -m "not slow" --ignore=tests/packaging
+
+# SGLang's compiled extension, the reference of compat/sglang/tests: only its .so, taken once
+# out of the sglang wheel (downloaded without dependencies; pinned by the .so's sha256).
 SGLANG_EXT_MEMBER := sglang/srt/rust_extensions/_multimodal.cpython-311-x86_64-linux-gnu.so
 SGLANG_EXT := $(DIST)/sglang-ext/$(notdir $(SGLANG_EXT_MEMBER))
 sglang-ext: $(SGLANG_EXT)

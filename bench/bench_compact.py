@@ -18,7 +18,7 @@ from _images import mosaic
 from PIL import Image
 
 from sglang_mm_core import MmInput, pipeline_from_spec
-from sglang_mm_core.outputs import encode_safetensors
+from sglang_mm_core._outputs import encode_safetensors
 
 QUICK = "--quick" in sys.argv
 REPEAT = 5 if QUICK else 21

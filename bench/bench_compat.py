@@ -1,4 +1,4 @@
-"""`sglang_mm_core.compat.sglang` vs SGLang's compiled extension it replaces, interleaved in
+"""`sglang_mm_sglang` vs SGLang's compiled extension it replaces, interleaved in
 one process, one thread each (``SGL_MM_RS_THREADS=1``, read by both sides); prints medians
 and ratios (goal: >= 3x faster on each).
 
@@ -29,9 +29,8 @@ os.environ["SGL_MM_RS_THREADS"] = "1"
 from _images import mosaic
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "compat"))
+import sglang_mm_sglang as ours
 from compat_helpers import load_extension  # the same loader as the parity tests
-
-from sglang_mm_core.compat import sglang as ours
 
 QUICK = "--quick" in sys.argv
 SIZES = {"640x480": (640, 480), "1080p": (1920, 1080), "12MP": (4000, 3000)}

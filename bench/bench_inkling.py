@@ -1,9 +1,13 @@
-"""Inkling kernel vs its references, side by side in one process; prints times and ratios.
+"""Inkling's kernels vs their references, side by side in one process; prints times and ratios.
 
   1. bytes -> bf16 patches for a 1080p JPEG, default params (rescale 2.0, cap 2048):
-     the numpy + Pillow reference of the spec vs the Rust kernel on one thread (target >= 4x);
+     the numpy + Pillow reference of the spec vs the original API's `decode_patchify` (this
+     package's Rust, on the core's feature pipeline) on one thread (target >= 4x);
   2. the same with the default pool vs Pillow's single-threaded decode alone (target <= 1.5x);
-  3. decode_patchify_batch of 8 1080p JPEGs, 2 threads vs 1 (target >= 1.7x throughput).
+  3. decode_patchify_batch of 8 1080p JPEGs, 2 threads vs 1 (target >= 1.7x throughput);
+  4. the family's `process_item` (the core's composition, as a pipeline runs it) on the decoded
+     image vs the original API's `rescale_patchify_hash` on the same array (target <= 1.1x),
+     and its compact form.
 
 Run: .venv/bin/python bench/bench_inkling.py   (needs the plugin installed, Pillow, skimage)."""
 
@@ -23,7 +27,13 @@ from PIL import Image
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins" / "inkling" / "tests"))
 import inkling_reference as ref
 from _images import jpeg, mosaic, photos
-from sglang_mm_inkling import decode_patchify, decode_patchify_batch
+from sglang_mm_inkling import (
+    InklingFamily,
+    InklingParams,
+    decode_patchify,
+    decode_patchify_batch,
+    rescale_patchify_hash,
+)
 
 PS, FRAC, CAP = 40, 2.0, 2048
 SIZE = (1920, 1080)
@@ -48,6 +58,26 @@ def timed(fn: Callable[[], object], repeat: int) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times) * 1e3
+
+
+def family_vs_api(data: bytes) -> None:
+    """Section 4: the same bits through the family (the core's composition) and the API."""
+    rgb = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
+    params = InklingParams(
+        patch_size=PS, rescale_image_frac=FRAC, rescale_image_max_upscaled_long_edge=CAP
+    )
+    fam = InklingFamily(params)
+    item = fam.process_item(rgb, threads=1)
+    _, _, bits, _ = rescale_patchify_hash(rgb, data, PS, FRAC, CAP, threads=1)
+    assert np.array_equal(item.feature.array[:, 0].reshape(-1), bits), "family differs from API"
+    for n in (1, 2):
+        t_api = timed(lambda n=n: rescale_patchify_hash(rgb, data, PS, FRAC, CAP, threads=n), 31)
+        t_fam = timed(lambda n=n: fam.process_item(rgb, threads=n), 31)
+        t_cmp = timed(lambda n=n: fam.process_item(rgb, threads=n, compact=True), 31)
+        print(
+            f"rgb -> patches, {n} thread(s): API {t_api:6.2f} ms, family {t_fam:6.2f} ms "
+            f"(family/API {t_fam / t_api:4.2f}x, <= 1.1), compact {t_cmp:6.2f} ms"
+        )
 
 
 def pillow_decode(data: bytes) -> None:
@@ -90,6 +120,7 @@ def main() -> None:
         f"batch of 8, 2 threads           {t_b2:8.2f} ms   {8e3 / t_b2:6.1f} img/s   "
         f"throughput {t_b1 / t_b2:4.2f}x (>= 1.7)"
     )
+    family_vs_api(data)
 
 
 if __name__ == "__main__":

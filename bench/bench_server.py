@@ -80,7 +80,7 @@ class ServerProcess:
             [
                 sys.executable,
                 "-m",
-                "sglang_mm_core.cli",
+                "sglang_mm_core._cli",
                 "serve",
                 "--spec",
                 self._tmp.name,

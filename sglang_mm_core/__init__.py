@@ -5,40 +5,33 @@
     with mm.pipeline_from_spec("spec.json") as pipe:
         out = pipe.process(mm.MmInput(input_ids=[...], images=["cat.jpg"]))
 
-The model-agnostic kernels live in `sglang_mm_core.common`. Families (model-specific
-processing) are plugins found through the ``sglang_mm`` entry point group; a family author
-imports from `sglang_mm_core.plugin` (the names here that it also offers, e.g. `Family` and
-`hookimpl`, stay as aliases). Modules whose name starts with ``_`` are private."""
+This module is the users' front door: the pipeline, the request and its answer, the spec, the
+output files, the plugin registry and the errors. Family authors import from
+`sglang_mm_core.plugin`; the names both offer (the carriers an answer holds, the errors) are
+the same objects. The model-agnostic kernels live in `sglang_mm_core.common`, every exception
+in `sglang_mm_core.errors`. Modules whose name starts with ``_`` are private."""
 
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from ._carriers import (
-    Geometry,
-    MmInput,
-    MmItem,
-    MmOutput,
-    ProcessedItem,
-    Tensor,
-    TokenCount,
-)
+from ._carriers import Geometry, MmInput, MmItem, MmOutput, Tensor, TokenCount
 from ._compact import CompactTensor
-from ._env import migrate_legacy_env
-from ._family import DecodeDefaults, Family, FamilyParams
-from ._layout import (
-    Explicit,
-    Media,
-    Repeat,
-    Text,
-    TokenLayout,
-    apply_layout,
-    layout_by_placeholder,
-    layout_by_placeholder_patterns,
-)
+from ._driver import Pipeline, pipeline_from_spec
 from ._native import __version__ as _native_version
-from ._positions import MRope, Rope1D, mrope_positions
-from .driver import Pipeline, pipeline_from_spec
+from ._outputs import load_output, save_output
+from ._positions import MRope, Rope1D
+from ._registry import BrokenPlugin, Registry, default_registry, register_family, unregister
+from ._spec import (
+    CacheOptions,
+    DecodeOptions,
+    FetchPolicy,
+    Limits,
+    ResolvedSpec,
+    Spec,
+    load_spec,
+    spec_json_schema,
+)
 from .errors import (
     CodecError,
     DecodeError,
@@ -52,27 +45,6 @@ from .errors import (
     SpecError,
     UnsupportedModalityError,
 )
-from .outputs import load_output, save_output
-from .registry import (
-    BrokenPlugin,
-    Registry,
-    default_registry,
-    hookimpl,
-    register_family,
-    unregister,
-)
-from .spec import (
-    DecodeOptions,
-    FetchPolicy,
-    Limits,
-    ResolvedSpec,
-    Spec,
-    load_spec,
-    spec_json_schema,
-)
-
-# Nothing reads the environment at import time; from here on only the current names exist.
-migrate_legacy_env()
 
 try:
     __version__: str = version("sglang-mm-core")
@@ -81,14 +53,11 @@ except PackageNotFoundError:  # running from a source tree without install metad
 
 __all__ = [
     "BrokenPlugin",
+    "CacheOptions",
     "CodecError",
     "CompactTensor",
-    "DecodeDefaults",
     "DecodeError",
     "DecodeOptions",
-    "Explicit",
-    "Family",
-    "FamilyParams",
     "FetchError",
     "FetchPolicy",
     "Geometry",
@@ -97,7 +66,6 @@ __all__ = [
     "LimitError",
     "Limits",
     "MRope",
-    "Media",
     "MmError",
     "MmInput",
     "MmItem",
@@ -105,27 +73,18 @@ __all__ = [
     "MmRequestError",
     "Pipeline",
     "PluginError",
-    "ProcessedItem",
     "Registry",
-    "Repeat",
     "ResolvedSpec",
     "Rope1D",
     "Spec",
     "SpecError",
     "Tensor",
-    "Text",
     "TokenCount",
-    "TokenLayout",
     "UnsupportedModalityError",
     "__version__",
-    "apply_layout",
     "default_registry",
-    "hookimpl",
-    "layout_by_placeholder",
-    "layout_by_placeholder_patterns",
     "load_output",
     "load_spec",
-    "mrope_positions",
     "pipeline_from_spec",
     "register_family",
     "save_output",

@@ -18,6 +18,7 @@ from ._dict_init import dict_init
 
 if TYPE_CHECKING:
     from ._compact import CompactTensor
+    from ._plan import Plan
     from ._positions import MRope, Rope1D
 
 DType = Literal["uint8", "uint16", "int32", "int64", "float32", "bfloat16"]
@@ -99,13 +100,14 @@ class Geometry:
 @dict_init
 @dataclass(frozen=True, eq=False)
 class ProcessedItem:
-    """One image after the family's kernel: the feature the vision tower eats, auxiliary tensors
-    (e.g. ``image_grid_thw``) and the geometry the layout and positions are derived from.
-    ``feature`` is a `CompactTensor` when it comes from ``Family.process_item_compact``."""
+    """One item after the feature pipeline: the feature the vision tower eats (a
+    `CompactTensor` in the compact form), auxiliary tensors (e.g. ``image_grid_thw``), its
+    geometry and the `Plan` it was made by (which the layout reads)."""
 
     feature: Tensor | CompactTensor
     aux: Mapping[str, Tensor]
     geometry: Geometry
+    plan: Plan | None = None
 
 
 Source: TypeAlias = bytes | bytearray | memoryview | str
@@ -124,13 +126,16 @@ class MmInput:
 @dict_init
 @dataclass(frozen=True, eq=False)
 class MmItem:
-    """One image of the answer; ``feature`` is a `CompactTensor` under ``compact=True``."""
+    """One item of the answer (``modality`` ``"image"``; a video is a sequence of frames);
+    ``feature`` is a `CompactTensor` under ``compact=True``; ``tokens`` is the length of its
+    offsets."""
 
     feature: Tensor | CompactTensor
     aux: Mapping[str, Tensor]
     hash: int
     geometry: Geometry
     tokens: int
+    modality: str = "image"
 
 
 @dict_init

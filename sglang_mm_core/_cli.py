@@ -15,7 +15,7 @@ from ._carriers import MmInput, MmOutput, TokenCount
 from .errors import MmError, MmRequestError, PluginError, SpecError
 
 if TYPE_CHECKING:
-    from .driver import Pipeline
+    from ._driver import Pipeline
 
 PROG = "sglang-mm"
 BATCH = 8  # requests per process_batch call when a request file holds many
@@ -23,7 +23,7 @@ BATCH = 8  # requests per process_batch call when a request file holds many
 
 def _families(args: argparse.Namespace) -> int:
     """The usable families, then the plugins that failed to load (exit status 1 if any)."""
-    from .registry import default_registry
+    from ._registry import default_registry
 
     reg = default_registry()
     broken = reg.broken(probe=True)  # first: a family that cannot be built is not listed
@@ -46,8 +46,8 @@ def _families(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    from .registry import default_registry
-    from .spec import spec_json_schema
+    from ._registry import default_registry
+    from ._spec import spec_json_schema
 
     reg = default_registry()
     fam = reg.get(args.family)
@@ -89,7 +89,7 @@ def check_out_path(path: str) -> Path:
 
 def _save(out: MmOutput, path: Path) -> None:
     """Write one output; any failure of the writer (disk full, folder gone) is one error."""
-    from .requests_io import save_output
+    from ._requests_io import save_output
 
     try:
         save_output(out, path)
@@ -104,8 +104,8 @@ def _describe_error(e: MmError) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .driver import pipeline_from_spec
-    from .requests_io import describe, read_requests_each
+    from ._driver import pipeline_from_spec
+    from ._requests_io import describe, read_requests_each
 
     out_path = check_out_path(args.out) if args.out else None
     with pipeline_from_spec(args.spec) as pipe:
@@ -133,7 +133,7 @@ def _run_many(pipe: Pipeline, requests: Sequence[MmInput | MmError], out_base: P
     """Many requests: one line each under a progress bar; failures do not stop the rest."""
     from tqdm import tqdm
 
-    from .requests_io import numbered
+    from ._requests_io import numbered
 
     failed = 0
     with tqdm(total=len(requests), unit="req", file=sys.stderr, disable=None) as bar:
@@ -175,8 +175,8 @@ def _count(pipe: Pipeline, req: MmInput | MmError) -> TokenCount:
 def _tokens(args: argparse.Namespace) -> int:
     """One count per request; on a many-request file each bad request gets its error line
     and the others their counts (exit status 1 if any failed), as `run` does."""
-    from .driver import pipeline_from_spec
-    from .requests_io import read_requests_each
+    from ._driver import pipeline_from_spec
+    from ._requests_io import read_requests_each
 
     with pipeline_from_spec(args.spec) as pipe:
         requests = read_requests_each(args.request)
@@ -201,11 +201,11 @@ def _tokens(args: argparse.Namespace) -> int:
 def _spec_from_hf(args: argparse.Namespace) -> int:
     """Ask the families (or the ones named) for a spec of a HuggingFace model directory;
     exactly one must accept it."""
-    from .registry import default_registry
+    from ._hf import ModelDir
+    from ._registry import default_registry
 
     root = Path(args.path)
-    if not root.is_dir():
-        raise SpecError(f"{root} is not a model directory")
+    model = ModelDir.load(root)  # parsed once, file by file, for every family that asks
     reg = default_registry()
     accepted: list[tuple[str, dict[str, Any]]] = []
     refused: list[str] = []
@@ -221,7 +221,7 @@ def _spec_from_hf(args: argparse.Namespace) -> int:
             installed = ", ".join(sorted(reg.families())) or "none"
             raise SpecError(f"unknown family {name!r}; installed families: {installed}")
         try:
-            accepted.append((name, fam.spec_from_model_dir(root)))
+            accepted.append((name, fam.spec_from_hf(model)))
         except NotImplementedError:
             refused.append(f"{name}: no spec_from_hf")
         except SpecError as e:
@@ -244,7 +244,7 @@ def _conformance(args: argparse.Namespace) -> int:
             "(the 'conformance' extra of sglang-mm-core)"
         ) from None
     from . import conformance
-    from .registry import default_registry
+    from ._registry import default_registry
 
     # fail early, in one line, on unknown names or nothing to check
     broken = [] if args.family else default_registry().broken(probe=True)

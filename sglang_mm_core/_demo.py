@@ -1,4 +1,4 @@
-"""``python -m sglang_mm_core.demo EXAMPLES``: what ``make demo`` runs.
+"""``python -m sglang_mm_core._demo EXAMPLES``: what ``make demo`` runs.
 
 First the core kernels on every bundled image (header probe, decode, content hash), then, for
 each ``EXAMPLES/<dir>/`` holding a ``spec.json`` and a ``request.json`` whose family is
@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 from . import _native
-from .driver import pipeline_from_spec
+from ._driver import pipeline_from_spec
+from ._registry import default_registry
+from ._requests_io import describe, read_requests
+from ._spec import read_spec_document
 from .errors import MmError
-from .registry import default_registry
-from .requests_io import describe, read_requests
-from .spec import read_spec_document
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp"}
 

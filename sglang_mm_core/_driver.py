@@ -8,7 +8,6 @@ thread timing, because results are consumed in item order."""
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -21,82 +20,27 @@ import numpy.typing as npt
 from . import _native
 from ._cache import CacheStats, FeatureCache
 from ._carriers import MmInput, MmItem, MmOutput, ProcessedItem, Tensor, TokenCount
-from ._env import SGLANG_EXT_THREADS_ENV, THREADS_ENV
 from ._family import Family
-from ._layout import TokenLayout, apply_layout
+from ._layout import apply_layout, check_placeholders
+from ._plan import Placeholder, Plan
 from ._positions import MRope, Rope1D
+from ._spec import ResolvedSpec, Spec, load_spec
+from ._threads import resolve_threads
 from .errors import (
     LimitError,
     MmError,
     MmRequestError,
     PluginError,
-    SpecError,
     UnsupportedModalityError,
 )
-from .spec import ResolvedSpec, Spec, load_spec
 
 if TYPE_CHECKING:
-    from .fetch.cancel import CancelScope
-    from .registry import Registry
-
-MAX_DEFAULT_THREADS = 8
+    from ._fetch.cancel import CancelScope
+    from ._registry import Registry
 
 T = TypeVar("T")
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
-
-
-def available_cores() -> int:
-    """The cores this process may run on: its affinity set where the platform has one (a
-    container or ``taskset`` narrows it), else ``os.cpu_count()``. The one core count of
-    the product: the driver, the server and the plugins all ask here."""
-    getaff = getattr(os, "sched_getaffinity", None)
-    if getaff is not None:
-        try:
-            return max(1, len(getaff(0)))
-        except OSError:
-            pass
-    return max(1, os.cpu_count() or 1)
-
-
-def env_threads(*, sglang_compat: bool = False) -> int | None:
-    """``$SGLANG_MM_THREADS`` as a pool size, or None when unset or blank; anything but a
-    non-negative integer is a `SpecError` naming the value.
-
-    ``sglang_compat`` (the `sglang_mm_core.compat.sglang` API only): when ours is unset or
-    blank, SGLang's extension's ``$SGL_MM_RS_THREADS`` is read instead, with its meaning of
-    ``0`` (the default pool, as rayon reads it)."""
-    value = _env_int(THREADS_ENV)
-    if value is None and sglang_compat:
-        value = _env_int(SGLANG_EXT_THREADS_ENV) or None
-    return value
-
-
-def _env_int(name: str) -> int | None:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise SpecError(f"{name} must be a non-negative integer, got {raw!r}")
-    return value
-
-
-def resolve_threads(
-    spec_threads: int | None, *, cores: int | None = None, sglang_compat: bool = False
-) -> int:
-    """Pool size: the spec's ``threads``, else ``$SGLANG_MM_THREADS``, else ``min(8, cores)``
-    (``cores`` defaults to `available_cores`); 0 means inline on the calling thread. The one
-    place a pool size is decided (``sglang_compat``: see `env_threads`)."""
-    if spec_threads is not None:
-        return spec_threads
-    env = env_threads(sglang_compat=sglang_compat)
-    if env is not None:
-        return env
-    return min(MAX_DEFAULT_THREADS, available_cores() if cores is None else max(1, cores))
 
 
 class _Handle(Protocol[R_co]):
@@ -180,7 +124,7 @@ def _current_scope() -> CancelScope | None:
     is imported here once, not on every request)."""
     global _CURRENT_SCOPE
     if _CURRENT_SCOPE is None:
-        from .fetch.cancel import current_scope
+        from ._fetch.cancel import current_scope
 
         _CURRENT_SCOPE = current_scope
     return _CURRENT_SCOPE()
@@ -227,7 +171,7 @@ def _attribute(err: MmError, item: int, kind: str) -> MmError:
     return out
 
 
-def _plugin_error(family: Family, what: str, err: BaseException) -> PluginError:
+def _plugin_error(family: Family[Any], what: str, err: BaseException) -> PluginError:
     out = PluginError(f"family {family.name!r} failed in {what}: {type(err).__name__}: {err}")
     out.__cause__ = err
     return out
@@ -255,7 +199,7 @@ class Pipeline:
         cache = spec.spec.cache
         self.cache: FeatureCache | None = None if cache is None else FeatureCache(cache.max_bytes)
         try:
-            self.family: Family = spec.family(spec.params)
+            self.family: Family[Any] = spec.family(spec.params)
         except MmError:
             raise
         except Exception as e:
@@ -274,9 +218,15 @@ class Pipeline:
         }
         self._max_items = s.limits.max_items
         fam = self.family
-        self._offers_compact = bool(fam.offers_compact)
+        try:
+            self._placeholder: Placeholder = fam._compiled().placeholder
+            self._offers_compact = bool(fam.offers_compact)
+        except MmError:
+            raise
+        except Exception as e:
+            raise _plugin_error(fam, "features() or placeholder()", e) from e
         self._needs_images = bool(fam.requires_images)
-        self._takes_images = "image" in fam.capabilities
+        self._takes_images = "image" in fam.modalities
 
     # -- lifecycle -------------------------------------------------------------------------
     @property
@@ -405,11 +355,11 @@ class Pipeline:
         return None if self.cache is None else self.cache.stats()
 
     def count_tokens(self, request: MmInput) -> TokenCount:
-        """Prompt length and per-item tokens from image headers alone (no pixel decode). The
-        family's `check_prompt` refuses here what its layout would refuse in `process`, so a
-        prompt `process` rejects is never counted."""
+        """Prompt length and per-item tokens from image headers alone (no pixel decode), from
+        the family's plan of each upright size: what `process` would make of the request,
+        whose placeholder rules are applied here too (nothing `process` refuses is counted)."""
         ids = self._check(request)
-        self._call(self.family.check_prompt, ids, len(request.images))
+        self._check_prompt(ids, len(request.images))
         items = self._fetch(request)
         limits = self.spec.spec.limits
         exif = bool(self.spec.spec.decode.exif_orientation)
@@ -421,11 +371,22 @@ class Pipeline:
                 w, h = _native.image_dimensions(
                     data, exif, limits.max_image_pixels, limits.max_image_side
                 )
-                per_item.append(self._call(self.family.tokens_for_dimensions, w, h))
-                prompt.append(self._call(self.family.prompt_tokens_for_dimensions, w, h))
+                plan = self._call(self.family.checked_plan, w, h)
             except MmError as e:
                 raise _attribute(e, k, kind) from e.__cause__
+            per_item.append(plan.content)
+            prompt.append(plan.length)
         return TokenCount(len(ids) - len(items) + sum(prompt), per_item)
+
+    def check_prompt(self, input_ids: Any, n_items: int) -> None:
+        """Refuse, with a `LayoutError`, a prompt whose placeholders do not fit ``n_items``
+        items (one placeholder each, inside its markers): what `process` would refuse, said
+        before any image is fetched or decoded."""
+        self._check_prompt(_as_ids(input_ids), n_items)
+
+    def _check_prompt(self, ids: npt.NDArray[np.int64], n_items: int) -> None:
+        ph = self._placeholder
+        check_placeholders(ids, ph.token, n_items, ph.between)
 
     # -- steps -----------------------------------------------------------------------------
     def _call(self, fn: Callable[..., R], *args: Any) -> R:
@@ -452,7 +413,7 @@ class Pipeline:
         if n and not self._takes_images:
             raise UnsupportedModalityError(
                 f"family {fam.name!r} does not accept images (it accepts: "
-                f"{', '.join(sorted(fam.capabilities)) or 'nothing'})"
+                f"{', '.join(sorted(fam.modalities)) or 'nothing'})"
             )
         max_items = self._max_items
         if n > max_items:
@@ -499,58 +460,36 @@ class Pipeline:
         self, data: bytes | bytearray | memoryview, compact: bool, job: _Job
     ) -> ProcessedItem:
         image = _native.image_decode_rgb(data, **self._decode_kw)
-        run = self.family.process_item_compact if compact else self.family.process_item
+        fam = self.family
         try:
-            processed = run(image, threads=job.threads)
+            plan = fam.checked_plan(int(image.shape[1]), int(image.shape[0]))
+            processed = fam._process(image, plan, job.threads, compact)
+        except PluginError as e:  # the plugin is at fault, not the request's image
+            raise _Failed(e) from e
         except MmError:
             raise
         except Exception as e:
-            raise _Failed(_plugin_error(self.family, f"process_item on image {job.item}", e)) from e
-        if not isinstance(processed, ProcessedItem):
-            raise _Failed(
-                PluginError(
-                    f"family {self.family.name!r}: process_item returned "
-                    f"{type(processed).__name__}, not a ProcessedItem"
-                )
-            )
+            raise _Failed(_plugin_error(fam, f"processing image {job.item}", e)) from e
         return processed
 
     def _finish(
         self, request: MmInput, ids: npt.NDArray[np.int64], done: Sequence[_Done]
     ) -> MmOutput:
         fam = self.family
+        plans: list[Plan] = [d.processed.plan for d in done]  # type: ignore[misc]
+        expanded = apply_layout(ids, fam.layout(ids, plans), len(done))
+        items = [
+            MmItem(d.processed.feature, d.processed.aux, d.hash, d.processed.geometry, p.content)
+            for d, p in zip(done, plans, strict=True)
+        ]
+        length = len(expanded.input_ids)
         geometries = [d.processed.geometry for d in done]
         try:
-            layout = fam.layout(ids, geometries)
-        except MmError:
-            raise
-        except Exception as e:
-            raise _plugin_error(fam, "layout", e) from e
-        if not isinstance(layout, TokenLayout):
-            raise PluginError(
-                f"family {fam.name!r}: layout returned {type(layout).__name__}, not a TokenLayout"
-            )
-        expanded = apply_layout(ids, layout, len(done))
-        items: list[MmItem] = []
-        tokens_for = fam.tokens_for
-        hook = "tokens_for"  # the hook named if a plugin bug surfaces
-        try:
-            for d, (first, last) in zip(done, expanded.offsets, strict=True):
-                p = d.processed
-                tokens = tokens_for(p.geometry)
-                if last - first + 1 != tokens:
-                    raise PluginError(
-                        f"family {fam.name!r}: layout gives image {len(items)} "
-                        f"{last - first + 1} token(s) but tokens_for says {tokens}"
-                    )
-                items.append(MmItem(p.feature, p.aux, d.hash, p.geometry, tokens))
-            length = len(expanded.input_ids)
-            hook = "positions"
             positions = fam.positions(length, expanded.offsets, geometries, expanded.input_ids)
         except MmError:
             raise
         except Exception as e:
-            raise _plugin_error(fam, hook, e) from e
+            raise _plugin_error(fam, "positions", e) from e
         _check_positions(fam, positions, length)
         return MmOutput(
             expanded.input_ids,
@@ -579,7 +518,7 @@ def _fetch_all() -> Callable[..., Any]:
     """`fetch.fetch_all`, imported on first use (the fetch stack is not needed before)."""
     global _FETCH_ALL
     if _FETCH_ALL is None:
-        from .fetch import fetch_all
+        from ._fetch import fetch_all
 
         _FETCH_ALL = fetch_all
     return _FETCH_ALL
@@ -590,10 +529,10 @@ def _expanded(item: ProcessedItem) -> ProcessedItem:
     f = item.feature
     if isinstance(f, Tensor):
         return item
-    return ProcessedItem(f.expand(), item.aux, item.geometry)
+    return ProcessedItem(f.expand(), item.aux, item.geometry, item.plan)
 
 
-def _check_positions(fam: Family, positions: object, length: int) -> None:
+def _check_positions(fam: Family[Any], positions: object, length: int) -> None:
     if type(positions) is MRope:  # the common case first, without the isinstance chain
         p = positions.positions
         if p.shape == (3, length) and p.dtype == np.int64:
@@ -614,12 +553,4 @@ def _check_positions(fam: Family, positions: object, length: int) -> None:
         )
 
 
-__all__ = [
-    "THREADS_ENV",
-    "Par",
-    "Pipeline",
-    "available_cores",
-    "env_threads",
-    "pipeline_from_spec",
-    "resolve_threads",
-]
+__all__ = ["Par", "Pipeline", "pipeline_from_spec"]

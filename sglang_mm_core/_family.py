@@ -1,22 +1,48 @@
-"""The plugin contract: what a model family provides. A family only *describes* its data (one
-item's pixels, the prompt layout, the positions); the driver runs the request."""
+"""The plugin contract: what a model family describes. A family says what one image becomes
+from its upright size alone (`Family.plan`) and how its pixels become the feature
+(`Family.features`, composed by the core or written by the family's own `Family.kernel`);
+the driver runs the request and derives everything else (token counts, the layout, the
+compact form) from those two answers."""
 
 from __future__ import annotations
 
-import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Generic,
+    Literal,
+    NamedTuple,
+    TypeAlias,
+    TypeVar,
+    get_args,
+    get_origin,
+)
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-from ._carriers import Geometry, ProcessedItem
-from ._layout import TokenLayout
+from ._carriers import ProcessedItem, Tensor
+from ._features import Features, Table, Writer
+from ._layout import (
+    Expanded,
+    Repeat,
+    TokenLayout,
+    apply_layout,
+    layout_by_placeholder,
+    layout_by_placeholder_patterns,
+)
+from ._plan import Placeholder, Plan
 from ._positions import MRope, Rope1D
-from .errors import LayoutError
+from .errors import MmRequestError, PluginError
+
+if TYPE_CHECKING:
+    from ._carriers import Geometry
+    from ._hf import ModelDir
 
 
 class DecodeDefaults(BaseModel):
@@ -37,9 +63,6 @@ class FamilyParams(BaseModel):
 #: An image size ``(width, height)``, as the conformance hooks list them.
 Size: TypeAlias = tuple[int, int]
 
-#: A feature shape as a family states it: an exact size per axis, ``None`` for any size.
-FeatureShape: TypeAlias = tuple[int | None, ...]
-
 #: ``(width, height)`` of the images the conformance suite generates by default: 1x1, odd sizes,
 #: aspect ratios up to 200:1 both ways, and a large photo-sized one.
 DEFAULT_CONFORMANCE_SIZES: tuple[Size, ...] = (
@@ -54,27 +77,47 @@ DEFAULT_CONFORMANCE_SIZES: tuple[Size, ...] = (
     (2048, 1536),
 )
 
+P = TypeVar("P", bound=FamilyParams)
 
-class Family(ABC):
-    """Subclass per model family; instances are built by the pipeline from validated params and
-    must be safe to call from many threads at once (kernels are pure and release the GIL)."""
+#: The numpy dtype of each feature dtype tag (bfloat16 travels as its uint16 bits).
+_NUMPY_DTYPE = {"float32": np.float32, "bfloat16": np.uint16}
+
+
+class _Built(NamedTuple):
+    """What a family's declarations compile to, once per instance."""
+
+    features: Features
+    recipe: Any  # the native recipe, or None for a family's own kernel
+    placeholder: Placeholder
+
+
+class Family(ABC, Generic[P]):
+    """Subclass per model family, typed by its params: ``class MyFamily(Family[MyParams])``
+    (``Params`` is taken from the type argument). Instances are built by the pipeline from
+    validated params and must be safe to call from many threads at once.
+
+    A family implements `plan` and `features`; optionally `placeholder`, `aux`, `positions`,
+    `kernel` (its own Rust kernel), `spec_from_hf` and the conformance sizes."""
 
     name: ClassVar[str]
     Params: ClassVar[type[FamilyParams]]
-    capabilities: ClassVar[frozenset[str]] = frozenset({"image"})
     decode_defaults: ClassVar[DecodeDefaults] = DecodeDefaults()
+    #: The modalities a request may bring this family; the driver refuses the others.
+    modalities: ClassVar[frozenset[str]] = frozenset({"image"})
+    #: Whether a request without any image is refused.
     requires_images: ClassVar[bool] = False
-    #: Image sizes ``(width, height)`` the conformance suite must process successfully (what
-    #: `accepted_conformance_sizes` returns unless overridden); narrow it when the family
-    #: refuses some sizes by design (e.g. an aspect-ratio limit).
-    conformance_sizes: ClassVar[tuple[Size, ...]] = DEFAULT_CONFORMANCE_SIZES
-    #: Deprecated (it cannot follow the params; removed after one release): override
-    #: `rejected_conformance_sizes` instead. Still honoured, with a `DeprecationWarning`.
-    conformance_rejected_sizes: ClassVar[tuple[Size, ...]] = ()
-    #: Whether `process_item_compact` gives the compact form (uint8 codes plus per-channel
-    #: tables, `CompactTensor`). Only a family whose feature is exactly a table of uint8
-    #: pixels may say yes: there is no approximate compact form.
-    offers_compact: ClassVar[bool] = False
+
+    params: P
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "Params" in cls.__dict__:
+            return
+        for base in getattr(cls, "__orig_bases__", ()):
+            if get_origin(base) is Family:
+                (arg,) = get_args(base)
+                if isinstance(arg, type) and issubclass(arg, FamilyParams):
+                    cls.Params = arg
 
     def __init__(self, params: FamilyParams | Mapping[str, Any] | None = None) -> None:
         """Keep ``params`` as this family's `Params`: an instance as it is; another
@@ -84,28 +127,49 @@ class Family(ABC):
         if not isinstance(params, cls):
             raw = params.model_dump() if isinstance(params, FamilyParams) else dict(params or {})
             params = cls.model_validate(raw)
-        self.params = params
+        self.params = params  # type: ignore[assignment]
+        self._built: _Built | None = None
+
+    # -- what a family describes ----------------------------------------------------------
 
     @abstractmethod
-    def process_item(self, image: npt.NDArray[np.uint8], *, threads: int = 1) -> ProcessedItem:
-        """One decoded RGB uint8 ``[h, w, 3]`` image in, its feature, aux and geometry out.
-
-        ``threads`` is the kernel's own row-parallel budget, granted by the driver's `par` seam
-        (1 when the driver already fans out over items); the result must not depend on it."""
-
-    def process_item_compact(
-        self, image: npt.NDArray[np.uint8], *, threads: int = 1
-    ) -> ProcessedItem:
-        """`process_item` with the feature as a `CompactTensor` whose ``expand()`` is bit for
-        bit the feature `process_item` returns; implement it (and set `offers_compact`) only
-        when that holds for every image and every params."""
-        raise NotImplementedError(f"family {self.name!r} does not offer the compact form")
+    def plan(self, width: int, height: int) -> Plan:
+        """What an upright ``width x height`` image becomes: its placeholder's tokens, its
+        geometry and the parts its pixels are cut into. Pure and cheap: token counting calls
+        it with sizes read from headers, and processing with the decoded size, so the two
+        agree by construction. Refuse a size by design with a `KernelArgumentError` (an
+        `MmRequestError`) naming it."""
 
     @abstractmethod
-    def layout(
-        self, input_ids: npt.NDArray[np.int64], geometries: Sequence[Geometry]
-    ) -> TokenLayout:
-        """How the prompt expands around the items."""
+    def features(self) -> Features:
+        """How the pixels become the feature: the table, the writer and (when the core
+        composes it) the resampler. Called once per instance."""
+
+    def kernel(
+        self, image: npt.NDArray[np.uint8], plan: Plan, *, codes: bool, threads: int
+    ) -> npt.NDArray[Any]:
+        """The family's own kernel, for a feature the core cannot compose (`Features`
+        without ``resample``): the writer's output for ``image`` and ``plan``, the table's
+        values or (``codes``) the uint8 samples themselves, with the GIL released and at most
+        ``threads`` threads. Build the table in Rust from the same constants
+        (``mm_kernels::features::Table``) so the compact form expands to the full one."""
+        raise NotImplementedError(
+            f"family {self.name!r} declares no resample in features() and no kernel()"
+        )
+
+    def placeholder(self) -> Placeholder:
+        """The prompt token each item replaces (``params.image_token_id`` by default) and
+        the ids that must surround it."""
+        token = getattr(self.params, "image_token_id", None)
+        if not isinstance(token, int):
+            raise PluginError(
+                f"family {self.name!r} has no params.image_token_id: override placeholder()"
+            )
+        return Placeholder(token)
+
+    def aux(self, plan: Plan) -> Mapping[str, Tensor]:
+        """Auxiliary tensors of an item (named as HF names them, e.g. ``image_grid_thw``)."""
+        return {}
 
     def positions(
         self,
@@ -117,91 +181,144 @@ class Family(ABC):
         """Position ids of the expanded prompt; plain RoPE unless the family overrides it."""
         return Rope1D(length)
 
-    @abstractmethod
-    def tokens_for(self, geometry: Geometry) -> int:
-        """Tokens one item takes in the expanded prompt."""
-
-    @abstractmethod
-    def tokens_for_dimensions(self, width: int, height: int) -> int:
-        """Tokens an image of this (upright) size would take, without decoding it."""
-
-    def prompt_tokens_for_dimensions(self, width: int, height: int) -> int:
-        """Tokens the item's placeholder expands to, wrapper tokens included (an `Explicit`
-        pattern's full length); the same as `tokens_for_dimensions` for `Repeat` layouts.
-        `Pipeline.count_tokens` adds these up to give the prompt length without decoding."""
-        return self.tokens_for_dimensions(width, height)
-
-    def check_prompt(self, input_ids: npt.NDArray[np.int64], n_items: int) -> None:
-        """Refuse, with a `LayoutError`, a prompt that `layout` would refuse for ``n_items``
-        images, before any image is decoded: `sglang-mm tokens` counts only what `run` would
-        process. The default applies `layout_by_placeholder`'s rule to
-        ``params.image_token_id`` (one placeholder per image); override it when the layout
-        checks more (markers, tiles) or the placeholder is not ``image_token_id``."""
-        token = getattr(self.params, "image_token_id", None)
-        if not isinstance(token, int):
-            return
-        found = int(np.count_nonzero(np.asarray(input_ids) == token))
-        if found != n_items:
-            raise LayoutError(
-                f"prompt has {found} media placeholder(s) but {n_items} media item(s)"
-            )
-
-    def expected_feature_shape(self, geometry: Geometry) -> FeatureShape | None:
-        """The shape an item of ``geometry`` must give its feature, ``None`` per axis of any
-        size; the conformance suite checks every image against it. ``None`` (the default)
-        keeps the generic rule for token-major features: the leading axis is a whole multiple
-        of `tokens_for`, the same multiple for every image. Override it when the feature is
-        not token-major, e.g. a CHW ``pixel_values`` ``(3, 336, 336)`` for 576 tokens."""
-        return None
+    @classmethod
+    def spec_from_hf(
+        cls, model: ModelDir | str | Path | Mapping[str, Mapping[str, Any]], **options: Any
+    ) -> dict[str, Any]:
+        """A spec document for a HuggingFace model directory (every JSON file it holds, as a
+        `ModelDir`, a path or a mapping of file names to parsed files); refuses, with a
+        `SpecError` naming it, whatever it cannot match bit for bit."""
+        raise NotImplementedError(f"family {cls.name!r} has no spec_from_hf")
 
     def accepted_conformance_sizes(self) -> tuple[Size, ...]:
         """Image sizes ``(width, height)`` the conformance suite must see processed under
-        these params; the class attribute `conformance_sizes` by default."""
-        return type(self).conformance_sizes
+        these params (`DEFAULT_CONFORMANCE_SIZES` unless overridden)."""
+        return DEFAULT_CONFORMANCE_SIZES
 
     def rejected_conformance_sizes(self) -> tuple[Size, ...]:
         """Image sizes these params refuse by design; the conformance suite checks each fails
-        with an `MmRequestError`, not a crash. Read ``self.params`` when the limit is a param.
-        The default is none (or the deprecated class attribute `conformance_rejected_sizes`)."""
-        legacy = type(self).conformance_rejected_sizes
-        if legacy:
-            warnings.warn(
-                f"{type(self).__qualname__}.conformance_rejected_sizes (a class attribute) is "
-                "deprecated and will be removed after one release: override the method "
-                "rejected_conformance_sizes(self) instead",
-                DeprecationWarning,
-                stacklevel=2,
+        with an `MmRequestError`, not a crash."""
+        return ()
+
+    # -- what the core derives ------------------------------------------------------------
+
+    @property
+    def offers_compact(self) -> bool:
+        """Whether items have a compact form: always, when the feature is a table."""
+        return self._compiled().features.table is not None
+
+    def process_item(
+        self, image: npt.NDArray[np.uint8], *, threads: int = 1, compact: bool = False
+    ) -> ProcessedItem:
+        """One decoded RGB uint8 ``[h, w, 3]`` image through the plan of its size and the
+        feature pipeline: the item the driver would make of it, the feature as a
+        `CompactTensor` under ``compact``. The result does not depend on ``threads``."""
+        from .common import as_rgb
+
+        img = as_rgb(image)
+        return self._process(
+            img, self.checked_plan(int(img.shape[1]), int(img.shape[0])), threads, compact
+        )
+
+    def checked_plan(self, width: int, height: int) -> Plan:
+        """`plan`, with its answer checked to be a `Plan` (else a `PluginError`)."""
+        got = self.plan(width, height)
+        if not isinstance(got, Plan):
+            raise PluginError(
+                f"family {self.name!r}: plan returned {type(got).__name__}, not a Plan"
             )
-        return tuple(legacy)
+        return got
 
     def example_prompt(self, n_images: int) -> list[int]:
-        """A minimal valid prompt for ``n_images`` images: text ids around one placeholder per
-        image. The conformance suite and the demos build requests with it. The default uses
-        ``params.image_token_id``; override it when the layout needs more (start/end markers)."""
-        token = getattr(self.params, "image_token_id", None)
-        if not isinstance(token, int):
-            raise NotImplementedError(
-                f"family {self.name!r} has no params.image_token_id: override example_prompt"
+        """A minimal valid prompt for ``n_images`` images: text ids around one placeholder
+        per image, inside its markers (the conformance suite and the demos use it)."""
+        ph = self._compiled().placeholder
+        marks = () if ph.between is None else ph.between
+        used = {ph.token, *marks}
+        text = next(t for t in range(1, 5) if t not in used)
+        per = (*marks[:1], ph.token, *marks[1:], text)
+        return [text, text] + [tok for _ in range(n_images) for tok in per]
+
+    def expand(self, input_ids: npt.ArrayLike, plans: Sequence[Plan]) -> Expanded:
+        """The prompt expanded around items of these plans (the driver's layout): each
+        placeholder replaced by its item's tokens, with the items' inclusive offsets; a
+        `LayoutError` when the placeholders do not fit the items."""
+        ids = np.ascontiguousarray(input_ids, dtype=np.int64).reshape(-1)
+        return apply_layout(ids, self.layout(ids, plans), len(plans))
+
+    def layout(self, input_ids: npt.NDArray[np.int64], plans: Sequence[Plan]) -> TokenLayout:
+        """The `TokenLayout` of `expand` (runs of the placeholder itself take the native fast
+        path). Derived from `placeholder` and the plans; not a hook."""
+        ph = self._compiled().placeholder
+        patterns = [p.tokens for p in plans]
+        if all(type(t) is Repeat and t.token == ph.token for t in patterns):
+            counts = [t.count for t in patterns]  # type: ignore[union-attr]
+            return layout_by_placeholder(input_ids, ph.token, counts, between=ph.between)
+        return layout_by_placeholder_patterns(input_ids, ph.token, patterns, between=ph.between)
+
+    def _compiled(self) -> _Built:
+        built = self._built
+        if built is None:
+            features = self.features()
+            if not isinstance(features, Features) or not isinstance(features.writer, Writer):
+                raise PluginError(
+                    f"family {self.name!r}: features() returned {type(features).__name__}, "
+                    "not Features with a writer"
+                )
+            if features.table is not None and not isinstance(features.table, Table):
+                raise PluginError(f"family {self.name!r}: features().table is not a Table")
+            placeholder = self.placeholder()
+            if not isinstance(placeholder, Placeholder):
+                raise PluginError(
+                    f"family {self.name!r}: placeholder() returned "
+                    f"{type(placeholder).__name__}, not a Placeholder"
+                )
+            built = _Built(features, features.recipe(), placeholder)
+            self._built = built
+        return built
+
+    def _check_kernel_output(self, out: Any, plan: Plan, compact: bool) -> None:
+        """A family kernel's output must hold what its writer lays out for the plan."""
+        f = self._compiled().features
+        want_dtype = np.dtype(np.uint8 if compact else _NUMPY_DTYPE[f.dtype])
+        shape = f.writer.shape(plan)
+        size = 1
+        for d in shape:
+            size *= d
+        if compact:
+            size //= max(1, getattr(f.writer, "temporal_patch_size", 1))
+        if not isinstance(out, np.ndarray) or out.dtype != want_dtype or out.size != size:
+            got = (
+                f"{out.dtype} array of {out.size} values"
+                if isinstance(out, np.ndarray)
+                else type(out).__name__
             )
-        text = 1 if token != 1 else 2
-        return [text, text] + [tok for _ in range(n_images) for tok in (token, text)]
+            raise PluginError(
+                f"family {self.name!r}: kernel returned a {got}; its writer lays out "
+                f"{size} {want_dtype} values for shape {shape}"
+            )
 
-    @classmethod
-    def spec_from_hf(
-        cls, preprocessor_config: dict[str, Any], config: dict[str, Any]
-    ) -> dict[str, Any]:
-        """A spec document for a HuggingFace model's configs; refuses what it cannot match."""
-        raise NotImplementedError(f"family {cls.name!r} has no spec_from_hf")
-
-    @classmethod
-    def spec_from_model_dir(cls, directory: Path) -> dict[str, Any]:
-        """A spec document for a HuggingFace model directory (what ``sglang-mm spec-from-hf``
-        asks). The default maps its two configs with `spec_from_hf`; a family that reads
-        further files (a tokenizer's special ids, ``processor_config.json``) overrides it."""
-        from ._hf import load_model_dir
-
-        preprocessor_config, config = load_model_dir(directory)
-        return cls.spec_from_hf(preprocessor_config, config)
+    def _process(
+        self, image: npt.NDArray[np.uint8], plan: Plan, threads: int, compact: bool
+    ) -> ProcessedItem:
+        b = self._compiled()
+        f = b.features
+        table = f.table
+        if compact and table is None:
+            raise MmRequestError(f"family {self.name!r} does not offer the compact form")
+        if b.recipe is not None:
+            assert table is not None
+            parts = [p._native() for p in plan.parts]
+            out = b.recipe.run(image, parts, table._native, compact, max(1, threads))
+        else:
+            out = self.kernel(image, plan, codes=compact, threads=max(1, threads))
+            self._check_kernel_output(out, plan, compact)
+        if compact:
+            assert table is not None
+            feature: Any = f.writer.compact(out, plan, table)
+        else:
+            feature = f.writer.full(out, plan, f.dtype)
+        return ProcessedItem(feature, self.aux(plan), plan.geometry, plan)
 
 
 __all__ = [
@@ -209,6 +326,5 @@ __all__ = [
     "DecodeDefaults",
     "Family",
     "FamilyParams",
-    "FeatureShape",
     "Size",
 ]

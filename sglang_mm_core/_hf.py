@@ -1,6 +1,7 @@
-"""Reading a HuggingFace model directory for a family's ``spec_from_hf``: the two JSON files
-every family maps (``preprocessor_config.json`` and ``config.json``), with a `SpecError` that
-names the file for anything missing or malformed."""
+"""A HuggingFace model directory as a family's ``spec_from_hf`` reads it: every JSON file it
+holds (``preprocessor_config.json``, ``config.json``, ``processor_config.json``, the tokenizer
+files, ...), each parsed on first use, with a `SpecError` naming the file for anything missing
+or malformed; and the one rule that refuses preprocessor settings a family cannot honour."""
 
 from __future__ import annotations
 
@@ -15,9 +16,7 @@ PREPROCESSOR_CONFIG = "preprocessor_config.json"
 MODEL_CONFIG = "config.json"
 
 
-def read_json_object(path: str | Path) -> dict[str, Any]:
-    """The JSON object in ``path``; a missing file, bad JSON or a non-object is a `SpecError`."""
-    path = Path(path)
+def _read_json_object(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as e:
@@ -29,27 +28,95 @@ def read_json_object(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def load_model_dir(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(preprocessor_config, config)`` of a model directory."""
-    root = Path(path)
-    if not root.is_dir():
-        raise SpecError(f"{root} is not a model directory")
-    return read_json_object(root / PREPROCESSOR_CONFIG), read_json_object(root / MODEL_CONFIG)
+class ModelDir:
+    """The JSON files of a model directory, by file name, parsed on first use and kept (a
+    directory's ``tokenizer.json`` can be megabytes: nobody pays for it unless read). Built
+    from a directory (`ModelDir.load`) or from parsed files (``ModelDir({"config.json":
+    {...}})``, for tests and for callers that hold the configs already)."""
 
+    def __init__(
+        self, files: Mapping[str, Mapping[str, Any]] | None = None, *, root: Path | None = None
+    ) -> None:
+        self.root = root
+        self._parsed: dict[str, dict[str, Any]] = {k: dict(v) for k, v in (files or {}).items()}
+        found = set(self._parsed)
+        if root is not None:
+            found |= {p.name for p in root.glob("*.json") if p.is_file()}
+        self.names: tuple[str, ...] = tuple(sorted(found))
 
-def hf_configs(
-    preprocessor_config: Mapping[str, Any] | str | Path,
-    config: Mapping[str, Any] | None = None,
-) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
-    """The two configs a ``spec_from_hf`` maps, given either a model directory (and no
-    ``config``) or both parsed files; a mix, or a lone preprocessor config, is a `SpecError`."""
-    if isinstance(preprocessor_config, (str, Path)):
-        if config is not None:
-            raise SpecError("pass a model directory, or both config dicts, not a mix")
-        return load_model_dir(preprocessor_config)
-    if config is None:
-        raise SpecError("spec_from_hf needs config.json's content as well")
-    return preprocessor_config, config
+    @classmethod
+    def load(cls, path: str | Path) -> ModelDir:
+        """The model directory at ``path`` (a `SpecError` when it is not one)."""
+        root = Path(path)
+        if not root.is_dir():
+            raise SpecError(f"{root} is not a model directory")
+        return cls(root=root)
+
+    @classmethod
+    def of(cls, model: ModelDir | str | Path | Mapping[str, Mapping[str, Any]]) -> ModelDir:
+        """``model`` as a `ModelDir`: itself, the directory at a path, or parsed files."""
+        if isinstance(model, ModelDir):
+            return model
+        if isinstance(model, (str, Path)):
+            return cls.load(model)
+        if isinstance(model, Mapping):
+            return cls(model)
+        raise SpecError(
+            f"spec_from_hf takes a model directory or its parsed files, not {type(model).__name__}"
+        )
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        """The parsed file ``name``, or None when the directory has none."""
+        if name in self._parsed:
+            return self._parsed[name]
+        if self.root is None or name not in self.names:
+            return None
+        data = _read_json_object(self.root / name)
+        self._parsed[name] = data
+        return data
+
+    def require(self, name: str) -> dict[str, Any]:
+        """The parsed file ``name``; a `SpecError` naming it when missing."""
+        data = self.get(name)
+        if data is None:
+            where = f" in {self.root}" if self.root is not None else ""
+            raise SpecError(f"{name} not found{where}")
+        return data
+
+    @property
+    def preprocessor_config(self) -> dict[str, Any]:
+        return self.require(PREPROCESSOR_CONFIG)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.require(MODEL_CONFIG)
+
+    def added_tokens(self) -> dict[str, int]:
+        """``{content: id}`` of the tokenizer's added (special) tokens: ``tokenizer.json``'s
+        ``added_tokens``, then ``tokenizer_config.json``'s ``added_tokens_decoder`` (empty
+        when the directory has neither)."""
+        out: dict[str, int] = {}
+        tok = self.get("tokenizer.json")
+        for entry in (tok or {}).get("added_tokens") or []:
+            if isinstance(entry, dict) and isinstance(entry.get("content"), str):
+                ident = entry.get("id")
+                if isinstance(ident, int) and not isinstance(ident, bool):
+                    out.setdefault(entry["content"], ident)
+        cfg = self.get("tokenizer_config.json")
+        decoder = (cfg or {}).get("added_tokens_decoder") or {}
+        if isinstance(decoder, dict):
+            for key, entry in decoder.items():
+                content = entry.get("content") if isinstance(entry, dict) else None
+                if isinstance(content, str) and str(key).isdigit():
+                    out.setdefault(content, int(key))
+        return out
+
+    def __repr__(self) -> str:
+        where = "" if self.root is None else f"{str(self.root)!r}, "
+        return f"ModelDir({where}files={list(self.names)})"
 
 
 #: PIL's resample codes as HF's configs store them.
@@ -132,8 +199,6 @@ __all__ = [
     "MODEL_CONFIG",
     "PIL_RESAMPLE_NAMES",
     "PREPROCESSOR_CONFIG",
+    "ModelDir",
     "check_hf_settings",
-    "hf_configs",
-    "load_model_dir",
-    "read_json_object",
 ]

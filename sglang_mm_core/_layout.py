@@ -199,7 +199,33 @@ def layout_by_placeholder(
     ``between=(before, after)``: every placeholder must sit directly between those two ids
     (Qwen's ``vision_start``, ``vision_end``), else `LayoutError` naming the first that does
     not; checked in the same native pass as the search."""
-    src, at = _placeholders(input_ids, placeholder_id, len(counts))
+    src, at = check_placeholders(input_ids, placeholder_id, len(counts), between)
+    return TokenLayout._of_repeats(len(src), at, int(placeholder_id), list(counts))
+
+
+def layout_by_placeholder_patterns(
+    input_ids: Sequence[int] | npt.NDArray[Any],
+    placeholder_id: int,
+    patterns: Sequence[Pattern],
+    *,
+    between: tuple[int, int] | None = None,
+) -> TokenLayout:
+    """Like `layout_by_placeholder`, with any pattern per item (e.g. `Explicit` tiles)."""
+    src, at = check_placeholders(input_ids, placeholder_id, len(patterns), between)
+    return TokenLayout(_placeholder_segments(len(src), at, patterns))
+
+
+def check_placeholders(
+    input_ids: Sequence[int] | npt.NDArray[Any],
+    placeholder_id: int,
+    n_items: int,
+    between: tuple[int, int] | None = None,
+) -> tuple[npt.NDArray[np.int64], list[int]]:
+    """The prompt as int64 and its placeholders' indices, after the placeholder rules: one
+    placeholder per item, each directly ``between`` its markers when given; else a
+    `LayoutError` naming what is wrong. What the layout applies and what token counting
+    applies before any image is decoded."""
+    src, at = _placeholders(input_ids, placeholder_id, n_items)
     if between is not None:
         bad = _first_unwrapped(src, at, between)
         if bad is not None:
@@ -207,7 +233,7 @@ def layout_by_placeholder(
                 f"media placeholder {bad} (token {at[bad]}, id {placeholder_id}) is not "
                 f"directly between ids {between[0]} and {between[1]}"
             )
-    return TokenLayout._of_repeats(len(src), at, int(placeholder_id), list(counts))
+    return src, at
 
 
 def _first_unwrapped(
@@ -217,14 +243,6 @@ def _first_unwrapped(
         return _native.first_unwrapped(src, at, between[0], between[1])
     except OverflowError:  # a marker id no int64 holds is next to nothing
         return 0 if at else None
-
-
-def layout_by_placeholder_patterns(
-    input_ids: Sequence[int] | npt.NDArray[Any], placeholder_id: int, patterns: Sequence[Pattern]
-) -> TokenLayout:
-    """Like `layout_by_placeholder`, with any pattern per item (e.g. `Explicit` tiles)."""
-    src, at = _placeholders(input_ids, placeholder_id, len(patterns))
-    return TokenLayout(_placeholder_segments(len(src), at, patterns))
 
 
 def placeholder_indices(input_ids: Sequence[int] | npt.NDArray[Any], token: int) -> list[int]:
@@ -287,6 +305,7 @@ __all__ = [
     "Text",
     "TokenLayout",
     "apply_layout",
+    "check_placeholders",
     "layout_by_placeholder",
     "layout_by_placeholder_patterns",
     "placeholder_indices",

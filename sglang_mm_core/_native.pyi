@@ -1,6 +1,7 @@
 """Type stubs of the Rust extension module (see rust/core-py)."""
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -49,3 +50,37 @@ def expand_repeats(
 def mrope_positions(
     length: int, offsets: Sequence[tuple[int, int]], grids: Sequence[tuple[int, int, int]]
 ) -> tuple[npt.NDArray[np.int64], int] | None: ...
+
+class FeatureTable:
+    def __init__(
+        self,
+        mean: tuple[float, ...],
+        std: tuple[float, ...],
+        rescale: float,
+        arith: str,
+        dtype: str,
+        pad_sample: int | None = None,
+    ) -> None: ...
+    def values(self) -> npt.NDArray[Any]: ...
+    def pad(self) -> npt.NDArray[Any] | None: ...
+
+class FeatureRecipe:
+    def __init__(
+        self,
+        writer: str,
+        resample: str,
+        pass_order: str = "pillow13",
+        *,
+        tile: int = 0,
+        patch_size: int = 0,
+        merge_size: int = 0,
+        temporal_patch_size: int = 0,
+    ) -> None: ...
+    def run(
+        self,
+        image: npt.NDArray[np.uint8],
+        parts: Sequence[tuple[Any, ...]],
+        table: FeatureTable,
+        codes: bool = False,
+        threads: int = 1,
+    ) -> npt.NDArray[Any]: ...

@@ -15,12 +15,7 @@ raw 16 bits: dtype ``BF16`` in safetensors (torch loads it as such), ``uint16`` 
 
 safetensors bodies are laid out widest dtype first after an 8-byte aligned header, so every
 tensor is aligned and is read back as a view, without a copy; the writer hands back the header
-plus views of the arrays, never one joined buffer.
-
-Files written before the layout had a version (the CLI's, through release 0.1) have no
-``format_version``, no ``items`` and bfloat16 as ``U16``; `load_output` still reads them, for
-one release: tokens come from the offsets, and the geometry, which they did not store, is
-``Geometry(0, 0, ())`` with ``extra["format_version"] == "0"``."""
+plus views of the arrays, never one joined buffer."""
 
 from __future__ import annotations
 
@@ -41,7 +36,6 @@ from ._positions import MRope, Rope1D
 from .errors import CodecError, MmRequestError
 
 FORMAT_VERSION = "1"
-LEGACY_VERSION = "0"  # the CLI's files before format_version (read for one release)
 
 _ST_DTYPE: dict[str, str] = {
     "uint8": "U8",
@@ -251,24 +245,17 @@ def _positions(kind: str, length: int, tensors: Mapping[str, Tensor], delta: Any
 
 
 def output_from(tensors: Mapping[str, Tensor], meta: Mapping[str, str]) -> MmOutput:
-    """The `MmOutput` of a layout's tensors and metadata (either version)."""
-    version = meta.get("format_version", LEGACY_VERSION)
-    if version not in (FORMAT_VERSION, LEGACY_VERSION):
+    """The `MmOutput` of a layout's tensors and metadata."""
+    version = meta.get("format_version")
+    if version != FORMAT_VERSION:
         raise CodecError(
-            f"output format_version {version!r} is not one this release reads "
-            f"({LEGACY_VERSION!r} or {FORMAT_VERSION!r})"
+            f"output format_version {version!r} is not one this release reads ({FORMAT_VERSION!r})"
         )
     try:
         ids = tensors["input_ids"].array
         hashes = json.loads(meta["hashes"])
         offsets = [(int(s), int(e)) for s, e in json.loads(meta["offsets"])]
-        items_meta: list[dict[str, Any]]
-        if version == LEGACY_VERSION:  # no geometry stored; tokens follow from the offsets
-            items_meta = [
-                {"height": 0, "width": 0, "grid": [], "tokens": e - s + 1} for s, e in offsets
-            ]
-        else:
-            items_meta = json.loads(meta["items"])
+        items_meta: list[dict[str, Any]] = json.loads(meta["items"])
         positions = _positions(meta["positions"], len(ids), tensors, meta.get("mrope_delta"))
         compact = json.loads(meta.get("compact", "{}"))
         items = []
@@ -293,7 +280,6 @@ def output_from(tensors: Mapping[str, Tensor], meta: Mapping[str, str]) -> MmOut
             family=meta["family"],
             spec_fingerprint=meta["spec_fingerprint"],
             rid=meta.get("rid"),
-            extra={"format_version": LEGACY_VERSION} if version == LEGACY_VERSION else {},
         )
     except CodecError:
         raise
@@ -322,7 +308,7 @@ def decode_safetensors(body: bytes | bytearray | memoryview) -> MmOutput:
 
 def load_output(source: str | Path | bytes | bytearray | memoryview) -> MmOutput:
     """Read an output back: a ``.safetensors`` or ``.npz`` file (by path), or the bytes of one
-    (a server answer, a file's content), in this layout or the legacy one. A safetensors body
+    (a server answer, a file's content). A safetensors body
     given as bytes is viewed, not copied."""
     if isinstance(source, (str, Path)):
         try:
@@ -339,7 +325,6 @@ def load_output(source: str | Path | bytes | bytearray | memoryview) -> MmOutput
 
 __all__ = [
     "FORMAT_VERSION",
-    "LEGACY_VERSION",
     "CodecError",
     "decode_safetensors",
     "encode_safetensors",

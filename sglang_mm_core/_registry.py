@@ -37,7 +37,7 @@ class HookSpecs:
     """The hooks a plugin module may implement."""
 
     @hookspec
-    def sglang_mm_families(self) -> Sequence[type[Family]]:  # type: ignore[empty-body]
+    def sglang_mm_families(self) -> Sequence[type[Family[Any]]]:  # type: ignore[empty-body]
         """The family classes this plugin offers."""
 
 
@@ -45,7 +45,7 @@ class HookSpecs:
 class FamilyInfo:
     """Where a family came from, for listings and error messages."""
 
-    family: type[Family]
+    family: type[Family[Any]]
     plugin: str
     distribution: str
     version: str
@@ -136,8 +136,8 @@ class Registry:
         self._families: dict[str, FamilyInfo] | None = None
         self._load_failures: dict[str, BrokenPlugin] = {}  # plugin name -> why it did not load
         self._hook_failures: dict[str, BrokenPlugin] = {}  # the same, from the last families()
-        self._probed_ok: set[type[Family]] = set()
-        self._probe_failures: dict[type[Family], BrokenPlugin] = {}
+        self._probed_ok: set[type[Family[Any]]] = set()
+        self._probe_failures: dict[type[Family[Any]], BrokenPlugin] = {}
         self._lock = threading.RLock()
 
     def load_entry_points(self) -> int:
@@ -218,7 +218,7 @@ class Registry:
                 raise
         return plugin_name
 
-    def register_family(self, *families: type[Family], name: str | None = None) -> str:
+    def register_family(self, *families: type[Family[Any]], name: str | None = None) -> str:
         """Register family classes in-process without writing a plugin module."""
         holder = _InProcessPlugin(families)
         return self.register(
@@ -269,7 +269,7 @@ class Registry:
             return out
 
     @staticmethod
-    def _offered(hook: Any, where: str) -> list[type[Family]]:
+    def _offered(hook: Any, where: str) -> list[type[Family[Any]]]:
         try:
             offered = hook()
         except Exception as e:
@@ -284,7 +284,7 @@ class Registry:
         for fam in offered:
             if not _is_family(fam):
                 raise PluginError(
-                    f"{where}: sglang_mm_families() returned {fam!r}, which is not a Family "
+                    f"{where}: sglang_mm_families() returned {fam!r}, which is not a Family[Any] "
                     "subclass with a name and Params"
                 )
         return list(offered)
@@ -335,7 +335,7 @@ class Registry:
             raise err from e
         self._probed_ok.add(fam)
 
-    def get(self, name: str) -> type[Family] | None:
+    def get(self, name: str) -> type[Family[Any]] | None:
         """The family named ``name``, None when no plugin offers it. A family whose plugin
         failed to load (or whose class cannot be built) is a `PluginError` naming the
         distribution."""
@@ -358,11 +358,11 @@ class Registry:
 
 
 class _InProcessPlugin:
-    def __init__(self, families: Iterable[type[Family]]) -> None:
+    def __init__(self, families: Iterable[type[Family[Any]]]) -> None:
         self._families = tuple(families)
 
     @hookimpl
-    def sglang_mm_families(self) -> Sequence[type[Family]]:
+    def sglang_mm_families(self) -> Sequence[type[Family[Any]]]:
         return self._families
 
 
@@ -388,7 +388,7 @@ def reset_default_registry() -> None:
         _default = None
 
 
-def register_family(*families: type[Family], name: str | None = None) -> str:
+def register_family(*families: type[Family[Any]], name: str | None = None) -> str:
     """Register family classes in the process-wide registry; returns the plugin name."""
     return default_registry().register_family(*families, name=name)
 

@@ -1,5 +1,5 @@
 """Request files of the CLI and the demo, and the CLI's output files (written in the one layout
-of `sglang_mm_core.outputs`, whose `save_output` and `output_arrays` are re-exported here).
+of `sglang_mm_core._outputs`, whose `save_output` and `output_arrays` are re-exported here).
 
 A request file is JSON ``{"input_ids": [...], "images": ["path, URL or base64", ...]}`` (an
 optional ``"rid"``), a JSON list of such objects, or JSONL with one per line. Image paths may be
@@ -16,10 +16,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._carriers import MmInput, MmOutput
+from ._outputs import output_arrays, save_output
 from ._positions import MRope
+from ._spec import format_validation_error
 from .errors import MmRequestError
-from .outputs import output_arrays, save_output
-from .spec import format_validation_error
 
 _REMOTE_PREFIXES = ("http://", "https://", "file://", "data:", "/")
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")

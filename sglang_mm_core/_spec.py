@@ -17,7 +17,7 @@ from ._family import Family, FamilyParams
 from .errors import SpecError
 
 if TYPE_CHECKING:
-    from .registry import Registry
+    from ._registry import Registry
 
 
 class _Strict(BaseModel):
@@ -111,7 +111,7 @@ class ResolvedSpec:
     so a cache keyed on ``(spec_fingerprint, content hash)`` is shared across them."""
 
     spec: Spec
-    family: type[Family]
+    family: type[Family[Any]]
     params: FamilyParams
 
     @property
@@ -171,7 +171,7 @@ def load_spec(
     spec: str | bytes | Mapping[str, Any] | Path | Spec, *, registry: Registry | None = None
 ) -> ResolvedSpec:
     """Validate a whole spec document against the installed families (or ``registry``)."""
-    from .registry import default_registry
+    from ._registry import default_registry
 
     reg = registry if registry is not None else default_registry()
     doc = spec.model_dump() if isinstance(spec, Spec) else read_spec_document(spec)
@@ -209,7 +209,7 @@ def load_spec(
     return ResolvedSpec(resolved, family_cls, params)
 
 
-def spec_json_schema(family: type[Family]) -> dict[str, Any]:
+def spec_json_schema(family: type[Family[Any]]) -> dict[str, Any]:
     """JSON Schema of the whole spec document with ``family``'s params filled in."""
     try:
         family.Params()
@@ -226,22 +226,6 @@ def spec_json_schema(family: type[Family]) -> dict[str, Any]:
     schema = model.model_json_schema()
     schema["title"] = f"sglang-mm spec for family {family.name!r}"
     return schema
-
-
-if not TYPE_CHECKING:  # type checkers report the old path as missing, which is the point
-
-    def __getattr__(name: str) -> Any:
-        # `pipeline_from_spec` moved to `driver` (it builds a `Pipeline`, so here it made an
-        # import cycle); the old path resolves lazily, with a warning, for one release.
-        if name == "pipeline_from_spec":
-            from ._deprecation import warn_deprecated
-            from .driver import pipeline_from_spec
-
-            warn_deprecated(
-                "sglang_mm_core.spec.pipeline_from_spec", "use sglang_mm_core.pipeline_from_spec"
-            )
-            return pipeline_from_spec
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [

@@ -25,29 +25,10 @@ import numpy as np
 
 from . import errors as _errors
 from ._carriers import MmInput, MmOutput, TokenCount
-from .errors import MmError, MmRequestError
+from .errors import MmError, MmRequestError, ServerError
 
 Format = Literal["safetensors", "json"]
 DEFAULT_TIMEOUT_S = 120.0
-
-
-class ServerError(MmError):
-    """An error answer that is not one of the library's request errors: 422 (malformed),
-    503 (queue full, shutting down; see ``retry_after``), 5xx, or a host's rejection."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        status: int,
-        error_type: str,
-        item: int | None = None,
-        retry_after: float | None = None,
-    ) -> None:
-        super().__init__(message, item=item, status=status)
-        self.status: int = status
-        self.error_type = error_type
-        self.retry_after = retry_after
 
 
 def _source(src: Any) -> str:

@@ -10,8 +10,8 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _native
+from ._fetch import fetch_bytes
 from .errors import KernelArgumentError
-from .fetch import fetch_bytes
 
 Buffer = bytes | bytearray | memoryview
 

@@ -143,16 +143,65 @@ class CodecError(MmError, ValueError):
     """Bytes that are not a well-formed sglang-mm output (a server answer or an output file)."""
 
 
+class LaunchError(MmError, ValueError):
+    """A server setting that cannot be honoured (the message names the option)."""
+
+
+class RidError(MmError, LookupError):
+    """``push_result``/``push_error`` for a rid that is unknown, not yet parked, or already
+    answered (the embedded server)."""
+
+
+class ServerError(MmError):
+    """An error answer of the server that is not one of the library's request errors: 422
+    (malformed), 503 (queue full, shutting down; see ``retry_after``), 5xx, or a host's
+    rejection (what `sglang_mm_core.client.Client` raises for it)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int,
+        error_type: str,
+        item: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, item=item, status=status)
+        self.status: int = status
+        self.error_type = error_type
+        self.retry_after = retry_after
+
+
+class DatasetError(MmError):
+    """A dataset job cannot run as asked: a bad manifest, output folder or option. (A bad
+    *sample* never raises: its row carries its error.)"""
+
+
+class ManifestError(DatasetError):
+    """The manifest cannot be read (missing file, unknown format, missing column), or one of
+    its rows is malformed (then only that row carries it)."""
+
+
+class MissingExtraError(DatasetError):
+    """An optional package the job needs is not installed."""
+
+
 __all__ = [
     "CodecError",
+    "DatasetError",
     "DecodeError",
     "FetchError",
     "KernelArgumentError",
+    "LaunchError",
     "LayoutError",
     "LimitError",
+    "ManifestError",
+    "MissingExtraError",
     "MmError",
     "MmRequestError",
     "PluginError",
+    "RidError",
+    "ServerError",
     "SpecError",
     "UnsupportedModalityError",
 ]

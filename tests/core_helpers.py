@@ -71,30 +71,23 @@ def write_wheel(
 
 
 _BROKEN_FAMILY = """
-from sglang_mm_core import Family, FamilyParams, hookimpl
+from sglang_mm_core.plugin import Family, FamilyParams, hookimpl
 
 
 class Params(FamilyParams):
     image_token_id: int = 5
 
 
-class BadInit(Family):
+class BadInit(Family[Params]):
     name = "badinit"
-    Params = Params
 
     def __init__(self, params):
         raise RuntimeError("weights file missing")
 
-    def process_item(self, image, *, threads=1):
+    def plan(self, width, height):
         raise NotImplementedError
 
-    def layout(self, input_ids, geometries):
-        raise NotImplementedError
-
-    def tokens_for(self, geometry):
-        raise NotImplementedError
-
-    def tokens_for_dimensions(self, width, height):
+    def features(self):
         raise NotImplementedError
 
 
@@ -148,7 +141,7 @@ def install_broken_plugins(root: Path) -> Path:
             "0.4.0",
             {
                 "sglang_mm_badhook/__init__.py": (
-                    "from sglang_mm_core import hookimpl\n\n\n@hookimpl\n"
+                    "from sglang_mm_core.plugin import hookimpl\n\n\n@hookimpl\n"
                     "def sglang_mm_families():\n    raise ValueError('no config found')\n"
                 )
             },

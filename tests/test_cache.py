@@ -15,9 +15,9 @@ from core_helpers import png_bytes
 from sglang_mm_toy import ToyFamily
 
 from sglang_mm_core import MmInput, Registry, pipeline_from_spec
+from sglang_mm_core._spec import load_spec
 from sglang_mm_core.conformance.images import generated_image
 from sglang_mm_core.errors import SpecError
-from sglang_mm_core.spec import load_spec
 
 
 class CountingToy(ToyFamily):
@@ -29,13 +29,13 @@ class CountingToy(ToyFamily):
     pipe: ClassVar[Any] = None
     hold_until_waits: ClassVar[int] = 0
 
-    def process_item(self, image, *, threads=1):
+    def kernel(self, image, plan, *, codes, threads):
         type(self).calls.append(1)
         deadline = time.monotonic() + 20
         while self.hold_until_waits and self.pipe.cache_stats().waits < self.hold_until_waits:
             assert time.monotonic() < deadline, "the other requests never waited"
             time.sleep(0.001)
-        return super().process_item(image, threads=threads)
+        return super().kernel(image, plan, codes=codes, threads=threads)
 
 
 @pytest.fixture

@@ -293,7 +293,7 @@ def test_out_safetensors_without_the_package(case: Path) -> None:
     code = (
         "import sys\n"
         "sys.modules['safetensors'] = None\n"
-        "from sglang_mm_core.cli import main\n"
+        "from sglang_mm_core._cli import main\n"
         "raise SystemExit(main(sys.argv[1:]))\n"
     )
     base = ["run", "--spec", "spec.json", "--request", "request.json", "--out"]

@@ -8,7 +8,6 @@ import re
 import subprocess
 import sys
 import textwrap
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,17 +18,13 @@ from pydantic import ConfigDict, Field
 from sglang_mm_toy import ToyFamily, ToyMRopeFamily, ToyParams
 
 from sglang_mm_core import (
-    Family,
-    FamilyParams,
     Geometry,
     KernelArgumentError,
     LayoutError,
     MRope,
-    ProcessedItem,
+    PluginError,
     Registry,
     Rope1D,
-    Tensor,
-    layout_by_placeholder,
 )
 from sglang_mm_core.conformance import (
     ALL_CHECKS,
@@ -41,6 +36,17 @@ from sglang_mm_core.conformance import (
     parametrize_with_checks,
 )
 from sglang_mm_core.conformance import checks as C
+from sglang_mm_core.plugin import (
+    ChannelPlanes,
+    Explicit,
+    Family,
+    FamilyParams,
+    Features,
+    Placeholder,
+    Plan,
+    Repeat,
+    Table,
+)
 
 
 @parametrize_with_checks([ToyFamily, ToyMRopeFamily])
@@ -75,43 +81,40 @@ def test_generated_images_roundtrip_through_pillow() -> None:
 # -- broken families, each caught by the check that owns the rule -------------------------------
 
 
-class BadTokensForDims(ToyFamily):
-    name = "bad_dims"
+class ImpurePlan(ToyFamily):
+    """Its plan depends on how often it was asked."""
 
-    def tokens_for_dimensions(self, width: int, height: int) -> int:
-        return super().tokens_for_dimensions(width, height) + (width == 7)
+    name = "impure"
+    _n = 0
+
+    def plan(self, width: int, height: int) -> Plan:
+        type(self)._n += 1
+        p = super().plan(width, height)
+        return p if type(self)._n % 2 else Plan(p.tokens, Geometry(height, width, (0, 0)))
+
+
+class EmptyPlan(ToyFamily):
+    name = "empty_plan"
+
+    def plan(self, width: int, height: int) -> Plan:
+        p = self.params
+        return Plan(Explicit((p.start_id, p.end_id), (1, 1)), Geometry(height, width, (0, 0)))
 
 
 class NonDeterministic(ToyFamily):
     name = "nondet"
     _n = 0
 
-    def process_item(self, image: Any, *, threads: int = 1) -> ProcessedItem:
-        out = super().process_item(image, threads=threads)
+    def kernel(self, image: Any, plan: Plan, *, codes: bool, threads: int) -> Any:
         type(self)._n += 1
-        feature = out.feature.array + np.float32(type(self)._n)
-        return ProcessedItem(Tensor.of(feature), out.aux, out.geometry)
+        return super().kernel(image, plan, codes=codes, threads=threads) + np.float32(self._n)
 
 
 class ThreadDependent(ToyFamily):
     name = "thread_dep"
 
-    def process_item(self, image: Any, *, threads: int = 1) -> ProcessedItem:
-        out = super().process_item(image, threads=threads)
-        return ProcessedItem(Tensor.of(out.feature.array * threads), out.aux, out.geometry)
-
-
-class RaggedRows(ToyMRopeFamily):
-    """Feature rows per token vary with the image."""
-
-    name = "ragged"
-
-    def process_item(self, image: Any, *, threads: int = 1) -> ProcessedItem:
-        out = super().process_item(image, threads=threads)
-        if image.shape[1] % 2:
-            arr = np.ascontiguousarray(out.feature.array[: out.feature.shape[0] // 4])
-            return ProcessedItem(Tensor.of(arr), out.aux, out.geometry)
-        return out
+    def kernel(self, image: Any, plan: Plan, *, codes: bool, threads: int) -> Any:
+        return super().kernel(image, plan, codes=codes, threads=threads) * np.float32(threads)
 
 
 class BadDelta(ToyMRopeFamily):
@@ -123,19 +126,11 @@ class BadDelta(ToyMRopeFamily):
         return MRope(pos.positions, pos.delta + 1)
 
 
-class WrongWrapperCount(ToyFamily):
-    name = "wrong_wrappers"
-
-    def prompt_tokens_for_dimensions(self, width: int, height: int) -> int:
-        return self.tokens_for_dimensions(width, height)
-
-
 class AcceptsAll(ToyFamily):
     name = "accepts_all"
 
-    def _grid(self, width: int, height: int) -> tuple[int, int]:
-        p = self.params.patch
-        return -(-height // p), -(-width // p)
+    def plan(self, width: int, height: int) -> Plan:
+        return super().plan(1, 1)
 
 
 class LooseParams(ToyParams):
@@ -147,25 +142,13 @@ class LooseFamily(ToyFamily):
     Params = LooseParams
 
 
-class CountMismatchValueError(ToyFamily):
-    """Checks the counts itself, with the wrong error type."""
-
-    name = "count_value_error"
-
-    def layout(self, input_ids: Any, geometries: Sequence[Geometry]) -> Any:
-        n = int((np.asarray(input_ids) == self.params.image_token_id).sum())
-        if n != len(geometries):
-            raise ValueError("counts differ")
-        return super().layout(input_ids, geometries)
-
-
 class PluginCrashOnOddWidths(ToyFamily):
     name = "crashy"
 
-    def process_item(self, image: Any, *, threads: int = 1) -> ProcessedItem:
+    def kernel(self, image: Any, plan: Plan, *, codes: bool, threads: int) -> Any:
         if image.shape[1] == 33:
             raise IndexError("bug")
-        return super().process_item(image, threads=threads)
+        return super().kernel(image, plan, codes=codes, threads=threads)
 
 
 class Rope1DWrong(ToyFamily):
@@ -178,16 +161,14 @@ class Rope1DWrong(ToyFamily):
 @pytest.mark.parametrize(
     ("family", "check", "message"),
     [
-        (BadTokensForDims, C.check_item_shapes, "tokens_for_dimensions gives"),
+        (ImpurePlan, C.check_plan, "two plans of one size differ"),
+        (EmptyPlan, C.check_plan, "the plan's tokens have no content"),
         (NonDeterministic, C.check_deterministic, "two runs differ"),
         (ThreadDependent, C.check_kernel_threads_invariant, "threads=2 differs"),
-        (RaggedRows, C.check_item_shapes, "rows per token differ"),
         (BadDelta, C.check_positions, "MRope delta"),
-        (WrongWrapperCount, C.check_layout, "prompt_tokens_for_dims"),
         (AcceptsAll, C.check_rejected_sizes, "declared rejected"),
         (LooseFamily, C.check_params_json_roundtrip, "accepts unknown fields"),
-        (CountMismatchValueError, C.check_placeholder_mismatch, "PluginError instead of Layout"),
-        (PluginCrashOnOddWidths, C.check_item_shapes, "bug"),
+        (PluginCrashOnOddWidths, C.check_plan, "bug"),
     ],
 )
 def test_broken_families_are_caught(family: type[ToyFamily], check: C.Check, message: str) -> None:
@@ -202,7 +183,7 @@ def test_conforming_variant_passes_the_same_checks() -> None:
         check(target)
 
 
-# -- a CHW family: the feature contract comes from the family -----------------------------------
+# -- CHW families: one composed by the core, one with a kernel of its own -----------------------
 
 
 class ChwParams(FamilyParams):
@@ -211,143 +192,115 @@ class ChwParams(FamilyParams):
     image_token_id: int = Field(7, ge=0)
 
 
-class ChwFamily(Family):
-    """LLaVA-style: every image becomes one ``pixel_values [3, crop, crop]`` (nearest-neighbour
-    resize, CHW float32) and a constant ``(crop // patch) ** 2`` tokens."""
+class ChwFamily(Family[ChwParams]):
+    """LLaVA-style, composed from core kernels: every image resized (Pillow bicubic) to one
+    ``pixel_values [3, crop, crop]`` through HF's numpy table, ``(crop // patch) ** 2``
+    tokens; it has a compact form because its feature is a table."""
 
     name = "chw"
-    Params = ChwParams
-    params: ChwParams
 
-    def _tokens(self) -> int:
-        return (self.params.crop // self.params.patch) ** 2
+    def plan(self, width: int, height: int) -> Plan:
+        c, side = self.params.crop, self.params.crop // self.params.patch
+        return Plan(Repeat(self.params.image_token_id, side * side), Geometry(c, c, (side, side)))
 
-    def process_item(self, image: Any, *, threads: int = 1) -> ProcessedItem:
+    def features(self) -> Features:
+        table = Table.hf((0.5, 0.4, 0.3), (0.2, 0.3, 0.25), "pil")
+        return Features(table, ChannelPlanes(), resample="pil_bicubic")
+
+
+class NearestChw(ChwFamily):
+    """The same layout with its own (nearest-neighbour, numpy) kernel and no table."""
+
+    name = "chw_nearest"
+
+    def features(self) -> Features:
+        return Features(None, ChannelPlanes())
+
+    def kernel(self, image: Any, plan: Plan, *, codes: bool, threads: int) -> Any:
         h, w, _ = image.shape
         c = self.params.crop
         rows = np.arange(c) * h // c
         cols = np.arange(c) * w // c
         chw = image[rows][:, cols].transpose(2, 0, 1).astype(np.float32) / np.float32(255)
-        side = c // self.params.patch
-        return ProcessedItem(Tensor.of(np.ascontiguousarray(chw)), {}, Geometry(c, c, (side, side)))
-
-    def layout(self, input_ids: Any, geometries: Sequence[Geometry]) -> Any:
-        counts = [self.tokens_for(g) for g in geometries]
-        return layout_by_placeholder(input_ids, self.params.image_token_id, counts)
-
-    def tokens_for(self, geometry: Geometry) -> int:
-        return self._tokens()
-
-    def tokens_for_dimensions(self, width: int, height: int) -> int:
-        return self._tokens()
-
-    def expected_feature_shape(self, geometry: Geometry) -> tuple[int | None, ...] | None:
-        return (3, self.params.crop, self.params.crop)
+        return np.ascontiguousarray(chw)
 
 
 _CHW_REGISTRY = Registry()
-_CHW_REGISTRY.register_family(ChwFamily)
+_CHW_REGISTRY.register_family(ChwFamily, NearestChw)
 
 
 @parametrize_with_checks(
-    [ChwFamily, ConformanceTarget({"family": "chw", "params": {"crop": 8}}, _CHW_REGISTRY)],
+    [
+        ChwFamily,
+        NearestChw,
+        ConformanceTarget({"family": "chw", "params": {"crop": 8}}, _CHW_REGISTRY),
+    ],
     registry=_CHW_REGISTRY,
 )
-def test_chw_family_conforms(target: ConformanceTarget, check: C.Check) -> None:
+def test_chw_families_conform(target: ConformanceTarget, check: C.Check) -> None:
     check(target)
 
 
-class ChwWithoutContract(ChwFamily):
-    """The same feature without its stated shape: the generic token-major rule refuses it."""
+def test_the_composed_family_matches_pillow_and_numpy() -> None:
+    """The core's composition is Pillow's bicubic resize then HF's numpy rescale/normalize."""
+    from PIL import Image
 
-    name = "chw_plain"
+    fam = ChwFamily()
+    image = generated_image(37, 23, seed=4)
+    got = fam.process_item(image).feature.array
+    resized = np.asarray(Image.fromarray(image).resize((12, 12), Image.Resampling.BICUBIC))
+    x = (resized.astype(np.float64) * (1 / 255)).astype(np.float32)
+    want = (x - np.float32([0.5, 0.4, 0.3])) / np.float32([0.2, 0.3, 0.25])
+    np.testing.assert_array_equal(got, want.transpose(2, 0, 1))
+    assert C.check_compact_expands in list(checks_for(ConformanceTarget.from_family(ChwFamily)))
+    assert C.check_compact_expands not in list(
+        checks_for(ConformanceTarget.from_family(NearestChw))
+    )
 
-    def expected_feature_shape(self, geometry: Geometry) -> tuple[int | None, ...] | None:
-        return None
 
-
-class ChwWrongShape(ChwFamily):
+class ChwShort(NearestChw):
     """One column short on wide images."""
 
     name = "chw_short"
 
-    def process_item(self, image: Any, *, threads: int = 1) -> ProcessedItem:
-        out = super().process_item(image, threads=threads)
-        if image.shape[1] > image.shape[0]:
-            arr = np.ascontiguousarray(out.feature.array[:, :, :-1])
-            return ProcessedItem(Tensor.of(arr), out.aux, out.geometry)
-        return out
+    def kernel(self, image: Any, plan: Plan, *, codes: bool, threads: int) -> Any:
+        out = super().kernel(image, plan, codes=codes, threads=threads)
+        return np.ascontiguousarray(out[:, :, :-1]) if image.shape[1] > image.shape[0] else out
 
 
-class ChwHwc(ChwFamily):
-    """HWC instead of the stated CHW."""
-
-    name = "chw_hwc"
-
-    def process_item(self, image: Any, *, threads: int = 1) -> ProcessedItem:
-        out = super().process_item(image, threads=threads)
-        arr = np.ascontiguousarray(out.feature.array.transpose(1, 2, 0))
-        return ProcessedItem(Tensor.of(arr), out.aux, out.geometry)
+def test_a_kernel_that_does_not_fill_its_writer_is_a_plugin_error() -> None:
+    with pytest.raises(
+        PluginError,
+        match=r"^family 'chw_short': kernel returned a float32 array of 396 values; its writer "
+        r"lays out 432 float32 values for shape \(3, 12, 12\)$",
+    ):
+        C.check_plan(ConformanceTarget.from_family(ChwShort))
 
 
-class ChwAnyBatch(ChwFamily):
-    """A stated shape with a free axis: ``(*, 3, crop, crop)``."""
-
-    name = "chw_any"
-
-    def process_item(self, image: Any, *, threads: int = 1) -> ProcessedItem:
-        out = super().process_item(image, threads=threads)
-        arr = np.ascontiguousarray(np.repeat(out.feature.array[None], 1 + image.shape[1] % 2, 0))
-        return ProcessedItem(Tensor.of(arr), out.aux, out.geometry)
-
-    def expected_feature_shape(self, geometry: Geometry) -> tuple[int | None, ...] | None:
-        return (None, 3, self.params.crop, self.params.crop)
-
-
-@pytest.mark.parametrize(
-    ("family", "message"),
-    [
-        (
-            ChwWithoutContract,
-            r"image 1x1: feature has 3 row\(s\), not a multiple of tokens_for 9 \(a feature that "
-            r"is not token-major states its shape in expected_feature_shape\)",
-        ),
-        (
-            ChwWrongShape,
-            r"image 2x1: feature shape \(3, 12, 11\), expected_feature_shape "
-            r"\(3, 12, 12\)",
-        ),
-        (ChwHwc, r"image 1x1: feature shape \(12, 12, 3\), expected_feature_shape \(3, 12, 12\)"),
-    ],
-)
-def test_feature_contract_catches_wrong_shapes(family: type[ChwFamily], message: str) -> None:
-    with pytest.raises(AssertionError, match=f"^{message}$"):
-        C.check_item_shapes(ConformanceTarget.from_family(family))
-
-
-def test_feature_contract_free_axis() -> None:
-    C.check_item_shapes(ConformanceTarget.from_family(ChwAnyBatch))
-
-
-# -- sizes from the params, and the deprecated class attribute ---------------------------------
+# -- sizes from the params ----------------------------------------------------------------------
 
 
 class AspectParams(ToyParams):
     max_aspect: int = Field(250, gt=0)
 
 
-class AspectToy(ToyFamily):
+class AspectToy(Family[AspectParams]):
     """The toy with its aspect-ratio limit as a param: the refused sizes follow it."""
 
     name = "aspect_toy"
-    Params = AspectParams
-    params: AspectParams  # type: ignore[assignment]
 
-    def _grid(self, width: int, height: int) -> tuple[int, int]:
+    def plan(self, width: int, height: int) -> Plan:
         if max(width, height) > self.params.max_aspect * min(width, height):
             raise KernelArgumentError(f"{width}x{height} is over {self.params.max_aspect}:1")
-        p = self.params.patch
-        return -(-height // p), -(-width // p)
+        return ToyFamily(ToyParams(patch=self.params.patch)).plan(width, height)
+
+    def features(self) -> Features:
+        return ToyFamily().features()
+
+    def kernel(self, image: Any, plan: Plan, *, codes: bool, threads: int) -> Any:
+        return ToyFamily(ToyParams(patch=self.params.patch)).kernel(
+            image, plan, codes=codes, threads=threads
+        )
 
     def accepted_conformance_sizes(self) -> tuple[tuple[int, int], ...]:
         m = self.params.max_aspect
@@ -363,7 +316,7 @@ def test_rejected_sizes_follow_the_params(max_aspect: int) -> None:
     target = ConformanceTarget.from_family(AspectToy, {"max_aspect": max_aspect})
     assert C.check_rejected_sizes in list(checks_for(target))
     assert target.family.rejected_conformance_sizes() == ((max_aspect + 1, 1), (1, max_aspect + 1))
-    for check in (C.check_rejected_sizes, C.check_item_shapes):
+    for check in (C.check_rejected_sizes, C.check_plan):
         check(target)
 
 
@@ -375,56 +328,26 @@ def test_rejected_sizes_that_are_accepted_are_caught() -> None:
             return ((self.params.max_aspect, 1),)  # exactly at the limit: accepted
 
     target = ConformanceTarget.from_family(Lenient, {"max_aspect": 20})
-    with pytest.raises(AssertionError, match=r"^image 20x1 is declared rejected but process_item"):
+    with pytest.raises(AssertionError, match=r"^image 20x1 is declared rejected but plan"):
         C.check_rejected_sizes(target)
 
 
-class LegacyToy(ToyFamily):
-    """A family written against 0.1: its refused sizes as the class attribute."""
+def test_placeholder_rules_come_from_the_familys_placeholder() -> None:
+    """Markers the family names are required around every placeholder, by the pipeline and by
+    its header-only checks alike; the example prompt carries them."""
 
-    name = "legacy_toy"
-    rejected_conformance_sizes = Family.rejected_conformance_sizes  # the 0.1 default method
-    conformance_rejected_sizes = ((251, 1), (1, 251))
+    class Marked(ToyFamily):
+        name = "marked"
 
+        def placeholder(self) -> Placeholder:
+            return Placeholder(self.params.image_token_id, between=(21, 22))
 
-def test_deprecated_rejected_sizes_attribute_still_works() -> None:
-    target = ConformanceTarget.from_family(LegacyToy)
-    with pytest.warns(
-        DeprecationWarning,
-        match=r"LegacyToy.conformance_rejected_sizes .*"
-        r"override the method rejected_conformance_sizes\(self\)",
-    ):
-        assert C.check_rejected_sizes in list(checks_for(target))
-    with pytest.warns(DeprecationWarning):
-        C.check_rejected_sizes(target)
-    broken = ConformanceTarget.from_family(
-        type(
-            "LegacyAccepts",
-            (LegacyToy,),
-            {"name": "legacy_accepts", "conformance_rejected_sizes": ((250, 1),)},
-        )
-    )
-    with pytest.warns(DeprecationWarning), pytest.raises(AssertionError, match="250x1"):
-        C.check_rejected_sizes(broken)
-
-
-def test_check_prompt_must_agree_with_the_layout() -> None:
-    class Lax(ToyFamily):
-        name = "lax"
-
-        def check_prompt(self, input_ids: Any, n_items: int) -> None:
-            return None
-
-    class Strict(ToyFamily):
-        name = "strict"
-
-        def check_prompt(self, input_ids: Any, n_items: int) -> None:
-            raise LayoutError("never")
-
-    with pytest.raises(AssertionError, match="check_prompt accepts 2 placeholder"):
-        C.check_placeholder_mismatch(ConformanceTarget.from_family(Lax))
-    with pytest.raises(AssertionError, match="check_prompt refuses example_prompt"):
-        C.check_layout(ConformanceTarget.from_family(Strict))
+    target = ConformanceTarget.from_family(Marked)
+    assert target.family.example_prompt(1) == [1, 1, 21, 5, 22, 1]
+    for check in (C.check_layout, C.check_placeholder_mismatch):
+        check(target)
+    with target.pipeline() as pipe, pytest.raises(LayoutError, match="directly between"):
+        pipe.check_prompt([1, 5, 22, 1], 1)
 
 
 # -- test ids name the target -------------------------------------------------------------------
@@ -512,7 +435,7 @@ def test_pytest_plugin_runs_installed_families(tmp_path: Path) -> None:
 
 def test_cli_conformance_on_installed_toy() -> None:
     res = subprocess.run(
-        [sys.executable, "-m", "sglang_mm_core.cli", "conformance", "--family", "toy_mrope", "-q"],
+        [sys.executable, "-m", "sglang_mm_core", "conformance", "--family", "toy_mrope", "-q"],
         env=toy_env("site"),
         capture_output=True,
         text=True,
@@ -525,7 +448,7 @@ def test_cli_conformance_on_installed_toy() -> None:
 
 def test_cli_conformance_unknown_family() -> None:
     res = subprocess.run(
-        [sys.executable, "-m", "sglang_mm_core.cli", "conformance", "--family", "ghost"],
+        [sys.executable, "-m", "sglang_mm_core", "conformance", "--family", "ghost"],
         env=toy_env("site"),
         capture_output=True,
         text=True,
@@ -538,7 +461,7 @@ def test_cli_conformance_unknown_family() -> None:
 
 def test_cli_conformance_without_families() -> None:
     res = subprocess.run(
-        [sys.executable, "-m", "sglang_mm_core.cli", "conformance"],
+        [sys.executable, "-m", "sglang_mm_core", "conformance"],
         env=toy_env("site", SGLANG_MM_PLUGINS=""),
         capture_output=True,
         text=True,
@@ -555,7 +478,7 @@ def test_cli_conformance_reports_broken_plugins(broken_plugins_site: Path) -> No
     from test_registry import BROKEN_ERRORS
 
     res = subprocess.run(
-        [sys.executable, "-m", "sglang_mm_core.cli", "conformance", "-q", "-k", "toy-check_layout"],
+        [sys.executable, "-m", "sglang_mm_core", "conformance", "-q", "-k", "toy-check_layout"],
         env=toy_env("site", str(broken_plugins_site)),
         capture_output=True,
         text=True,
@@ -567,7 +490,7 @@ def test_cli_conformance_reports_broken_plugins(broken_plugins_site: Path) -> No
         f"sglang-mm: error: PluginError: {BROKEN_ERRORS[name]}" for name in sorted(BROKEN_ERRORS)
     ]
     res = subprocess.run(
-        [sys.executable, "-m", "sglang_mm_core.cli", "conformance", "--family", "badinit"],
+        [sys.executable, "-m", "sglang_mm_core", "conformance", "--family", "badinit"],
         env=toy_env("site", str(broken_plugins_site)),
         capture_output=True,
         text=True,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -20,7 +19,6 @@ from sglang_mm_toy import ToyFamily, ToyMRopeFamily
 from sglang_mm_core import (
     DecodeError,
     FetchError,
-    Geometry,
     KernelArgumentError,
     LayoutError,
     LimitError,
@@ -31,19 +29,16 @@ from sglang_mm_core import (
     MRope,
     Pipeline,
     PluginError,
-    ProcessedItem,
     Registry,
     Rope1D,
     SpecError,
-    TokenLayout,
     UnsupportedModalityError,
-    apply_layout,
     load_spec,
-    mrope_positions,
     pipeline_from_spec,
 )
+from sglang_mm_core._threads import available_cores, env_threads, resolve_threads
 from sglang_mm_core.conformance import generated_image
-from sglang_mm_core.driver import available_cores, env_threads, resolve_threads
+from sglang_mm_core.plugin import Plan, mrope_positions
 
 SIZES = [(13, 9), (40, 17), (8, 8), (3, 50), (64, 33)]
 
@@ -83,7 +78,7 @@ def test_process_toy(registry: Registry) -> None:
     with pipe(registry) as p:
         out = p.process(MmInput(input_ids=prompt(2), images=datas, rid="r1"))
     family = ToyFamily(ToyFamily.Params())
-    n = [family.tokens_for_dimensions(im.shape[1], im.shape[0]) for im in imgs]
+    n = [family.plan(im.shape[1], im.shape[0]).content for im in imgs]
     want = [9, 3, *[5] * n[0], 4, 9, 3, *[5] * n[1], 4, 9]
     assert out.input_ids.dtype == np.int64 and out.input_ids.tolist() == want
     assert out.offsets == [(2, 1 + n[0]), (5 + n[0], 4 + n[0] + n[1])]
@@ -107,7 +102,7 @@ def test_mrope_family(registry: Registry) -> None:
     assert isinstance(out.positions, MRope)
     assert out.positions == mrope_positions(len(out.input_ids), out.offsets, grids)
     assert [it.feature.shape[0] for it in out.items] == [
-        4 * fam.tokens_for(it.geometry) for it in out.items
+        4 * fam.plan(im.shape[1], im.shape[0]).content for im in imgs
     ]
 
 
@@ -163,14 +158,14 @@ def test_env_threads_reach_the_pipeline(registry: Registry, monkeypatch) -> None
 
 
 class Recording(ToyFamily):
-    """Records the kernel thread budget and the thread of each process_item call."""
+    """Records the kernel thread budget and the thread of each kernel call."""
 
     name = "rec"
     calls: ClassVar[list[tuple[int, int]]] = []
 
-    def process_item(self, image: np.ndarray, *, threads: int = 1) -> ProcessedItem:
+    def kernel(self, image: np.ndarray, plan: Plan, *, codes: bool, threads: int) -> Any:
         self.calls.append((threads, threading.get_ident()))
-        return super().process_item(image, threads=threads)
+        return super().kernel(image, plan, codes=codes, threads=threads)
 
 
 @pytest.mark.parametrize(
@@ -256,7 +251,7 @@ def test_text_only_request(registry: Registry) -> None:
 
 class VideoOnly(ToyFamily):
     name = "video_only"
-    capabilities = frozenset({"video"})
+    modalities = frozenset({"video"})
 
 
 def test_unsupported_modality() -> None:
@@ -303,11 +298,11 @@ class SlowFailure(ToyFamily):
 
     name = "slow_failure"
 
-    def process_item(self, image: np.ndarray, *, threads: int = 1) -> ProcessedItem:
+    def kernel(self, image: np.ndarray, plan: Plan, *, codes: bool, threads: int) -> Any:
         if image.shape[1] == 13:
             threading.Event().wait(0.3)
             raise KernelArgumentError("late failure")
-        return super().process_item(image, threads=threads)
+        return super().kernel(image, plan, codes=codes, threads=threads)
 
 
 @pytest.mark.parametrize("threads", [0, 2, 4])
@@ -323,10 +318,10 @@ def test_lowest_index_wins_whatever_the_timing(threads: int) -> None:
 class Buggy(ToyFamily):
     name = "buggy"
 
-    def process_item(self, image: np.ndarray, *, threads: int = 1) -> ProcessedItem:
+    def kernel(self, image: np.ndarray, plan: Plan, *, codes: bool, threads: int) -> Any:
         if image.shape[1] == 40:
-            return 1 // 0  # type: ignore[return-value]
-        return super().process_item(image, threads=threads)
+            return 1 // 0
+        return super().kernel(image, plan, codes=codes, threads=threads)
 
 
 def test_plugin_bug_is_a_plugin_error() -> None:
@@ -334,27 +329,18 @@ def test_plugin_bug_is_a_plugin_error() -> None:
     reg.register_family(Buggy)
     with pipeline_from_spec({"family": "buggy", "threads": 2}, registry=reg) as p:
         with pytest.raises(
-            PluginError, match="family 'buggy' failed in process_item on image 1: ZeroDivisionError"
+            PluginError, match="family 'buggy' failed in processing image 1: ZeroDivisionError"
         ) as info:
             p.process(MmInput(prompt(2), [png_bytes(im) for im in images(2)]))
     assert isinstance(info.value.__cause__, ZeroDivisionError)
     assert info.value.__cause__.__traceback__ is not None
 
 
-class WrongTokens(ToyFamily):
-    """Its layout gives each image one token more than tokens_for says."""
+class NotAPlan(ToyFamily):
+    name = "not_a_plan"
 
-    name = "wrong_tokens"
-
-    def _pattern(self, tokens: int) -> Any:
-        return super()._pattern(tokens + 1)
-
-
-class WrongLayoutType(ToyFamily):
-    name = "wrong_layout_type"
-
-    def layout(self, input_ids: Any, geometries: Sequence[Geometry]) -> TokenLayout:
-        return [1, 2]  # type: ignore[return-value]
+    def plan(self, width: int, height: int) -> Plan:
+        return (width, height)  # type: ignore[return-value]
 
 
 class WrongPositions(ToyFamily):
@@ -364,20 +350,36 @@ class WrongPositions(ToyFamily):
         return Rope1D(length + 1)
 
 
-class RaisingLayout(ToyFamily):
-    name = "raising_layout"
+class RaisingPlan(ToyFamily):
+    name = "raising_plan"
 
-    def layout(self, input_ids: Any, geometries: Sequence[Geometry]) -> TokenLayout:
+    def plan(self, width: int, height: int) -> Plan:
         raise KeyError("x")
+
+
+class ShortKernel(ToyFamily):
+    """Its kernel writes fewer values than its writer's shape for the plan."""
+
+    name = "short_kernel"
+
+    def kernel(self, image: np.ndarray, plan: Plan, *, codes: bool, threads: int) -> Any:
+        return super().kernel(image, plan, codes=codes, threads=threads)[1:]
+
+
+class JunkFeatures(ToyFamily):
+    name = "junk_features"
+
+    def features(self) -> Any:
+        return "planes"
 
 
 @pytest.mark.parametrize(
     ("family", "message"),
     [
-        (WrongTokens, "layout gives image 0 .* but tokens_for says"),
-        (WrongLayoutType, "not a TokenLayout"),
+        (NotAPlan, "plan returned tuple, not a Plan"),
         (WrongPositions, "positions \\(Rope1D\\) do not fit"),
-        (RaisingLayout, "failed in layout: KeyError"),
+        (RaisingPlan, "failed in processing image 0: KeyError"),
+        (ShortKernel, "'short_kernel': kernel returned a float32 array of .* values; its writer"),
     ],
 )
 def test_family_contract_violations(family: type[ToyFamily], message: str) -> None:
@@ -386,6 +388,13 @@ def test_family_contract_violations(family: type[ToyFamily], message: str) -> No
     with pipeline_from_spec({"family": family.name}, registry=reg) as p:
         with pytest.raises(PluginError, match=message):
             p.process(MmInput(prompt(1), [png_bytes(images(1)[0])]))
+
+
+def test_junk_features_fail_when_the_pipeline_is_built() -> None:
+    reg = Registry()
+    reg.register_family(JunkFeatures)
+    with pytest.raises(PluginError, match="features\\(\\) returned str, not Features"):
+        pipeline_from_spec({"family": "junk_features"}, registry=reg)
 
 
 def test_image_limits(registry: Registry) -> None:
@@ -503,17 +512,16 @@ def test_count_tokens_reads_headers_only(registry: Registry) -> None:
             p.process(MmInput(prompt(1), [header_only]))
         count = p.count_tokens(MmInput(prompt(1), [header_only]))
     fam = ToyFamily(ToyFamily.Params())
-    assert count.per_item == [fam.tokens_for_dimensions(40, 17)]
-    assert count.length == len(prompt(1)) - 1 + fam.prompt_tokens_for_dimensions(40, 17)
+    assert count.per_item == [fam.plan(40, 17).content]
+    assert count.length == len(prompt(1)) - 1 + fam.plan(40, 17).length
 
 
-def test_expansion_is_apply_layout(registry: Registry) -> None:
+def test_expansion_is_the_familys_expand(registry: Registry) -> None:
     imgs = images(3, seed=11)
     with pipe(registry) as p:
         out = p.process(MmInput(prompt(3), [png_bytes(im) for im in imgs]))
     fam = ToyFamily(ToyFamily.Params())
-    geos = [fam.process_item(im).geometry for im in imgs]
-    exp = apply_layout(prompt(3), fam.layout(np.array(prompt(3)), geos), 3)
+    exp = fam.expand(prompt(3), [fam.plan(im.shape[1], im.shape[0]) for im in imgs])
     assert out.input_ids.tolist() == exp.input_ids.tolist() and out.offsets == exp.offsets
 
 
@@ -525,7 +533,7 @@ def test_images_must_be_a_list(registry: Registry) -> None:
 class BuggyCount(ToyFamily):
     name = "buggy_count"
 
-    def tokens_for_dimensions(self, width: int, height: int) -> int:
+    def plan(self, width: int, height: int) -> Plan:
         raise ValueError("oops")
 
 

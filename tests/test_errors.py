@@ -26,8 +26,9 @@ from sglang_mm_core import (
     pipeline_from_spec,
 )
 from sglang_mm_core._native import image_decode_rgb
-from sglang_mm_core.client import ServerError, error_from
-from sglang_mm_core.server.errors import RidError, answer_for
+from sglang_mm_core.client import error_from
+from sglang_mm_core.errors import RidError, ServerError
+from sglang_mm_core.server.errors import answer_for
 
 PNG_40x30 = png_bytes(np.zeros((30, 40, 3), dtype=np.uint8))
 

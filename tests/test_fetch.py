@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from sglang_mm_core._fetch import Budget, fetch_all, fetch_bytes, fetch_one, source_kind
+from sglang_mm_core._fetch.policy import resolve_timeout
+from sglang_mm_core._spec import FetchPolicy, Limits
 from sglang_mm_core.errors import FetchError, LimitError
-from sglang_mm_core.fetch import Budget, fetch_all, fetch_bytes, fetch_one, source_kind
-from sglang_mm_core.fetch.policy import resolve_timeout
-from sglang_mm_core.spec import FetchPolicy, Limits
 
 POLICY = FetchPolicy()
 LIMITS = Limits()

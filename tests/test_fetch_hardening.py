@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from sglang_mm_core import MmInput, pipeline_from_spec
+from sglang_mm_core._fetch import CancelScope, cancel_scope, fetch_all, fetch_one
+from sglang_mm_core._spec import FetchPolicy, Limits
 from sglang_mm_core.errors import FetchError, LimitError, MmRequestError
-from sglang_mm_core.fetch import CancelScope, cancel_scope, fetch_all, fetch_one
-from sglang_mm_core.spec import FetchPolicy, Limits
 
 
 def one(source: object, policy: FetchPolicy, limits: Limits | None = None) -> Any:

@@ -18,10 +18,10 @@ from urllib.parse import quote
 import pytest
 from http_server import LocalHTTPServer, payload
 
+from sglang_mm_core._fetch import fetch_all, fetch_one
+from sglang_mm_core._fetch.policy import address_class, domain_allowed
+from sglang_mm_core._spec import FetchPolicy, Limits
 from sglang_mm_core.errors import FetchError, LimitError
-from sglang_mm_core.fetch import fetch_all, fetch_one
-from sglang_mm_core.fetch.policy import address_class, domain_allowed
-from sglang_mm_core.spec import FetchPolicy, Limits
 
 POLICY = FetchPolicy()
 LIMITS = Limits()

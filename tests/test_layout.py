@@ -5,17 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sglang_mm_core import (
-    Explicit,
-    LayoutError,
+from sglang_mm_core import LayoutError
+from sglang_mm_core._layout import (
     Media,
-    Repeat,
     Text,
     TokenLayout,
     apply_layout,
     layout_by_placeholder,
     layout_by_placeholder_patterns,
 )
+from sglang_mm_core.plugin import Explicit, Repeat
 
 
 def test_kernels_md_vector() -> None:
@@ -170,7 +169,7 @@ def test_token_layout_is_an_immutable_value() -> None:
 
 
 def test_placeholder_indices() -> None:
-    from sglang_mm_core.plugin import placeholder_indices
+    from sglang_mm_core._layout import placeholder_indices
 
     assert placeholder_indices([1, 5, 1, 1], 1) == [0, 2, 3]
     assert placeholder_indices(np.array([[1, 5], [1, 1]]), 1) == [0, 2, 3]

@@ -1,4 +1,4 @@
-"""The one output layout (sglang_mm_core.outputs): every field of an `MmOutput` round-trips bit
+"""The one output layout (sglang_mm_core._outputs): every field of an `MmOutput` round-trips bit
 for bit through ``.safetensors`` and ``.npz`` files and bodies, the files are valid for the
 safetensors library and numpy, and files of the legacy layout (the CLI's before
 ``format_version``, written here by that writer's code, frozen) still load."""
@@ -8,10 +8,8 @@ from __future__ import annotations
 import json
 import struct
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import pytest
 import safetensors
 import safetensors.numpy
@@ -31,7 +29,12 @@ from sglang_mm_core import (
     pipeline_from_spec,
     save_output,
 )
-from sglang_mm_core.outputs import FORMAT_VERSION, encode_safetensors, output_tensors
+from sglang_mm_core._outputs import (
+    FORMAT_VERSION,
+    encode_safetensors,
+    output_arrays,
+    output_tensors,
+)
 from sglang_mm_core.plugin import MRope, Rope1D
 
 
@@ -180,62 +183,24 @@ def test_metadata_and_storage_as_documented(tmp_path: Path) -> None:
         assert json.loads(str(z["__metadata__"])) == output_tensors(out)[1]
 
 
-# -- the legacy layout: the CLI's writer before format_version, frozen here -----------------
-def _legacy_output_arrays(out: MmOutput) -> tuple[dict[str, npt.NDArray[Any]], dict[str, str]]:
-    tensors: dict[str, npt.NDArray[Any]] = {"input_ids": out.input_ids}
-    dtypes: dict[str, str] = {}
-    if isinstance(out.positions, MRope):
-        tensors["positions"] = out.positions.positions
-    for i, item in enumerate(out.items):
-        for key, t in [("feature", item.feature), *sorted(item.aux.items())]:
-            name = f"items.{i}.{key}"
-            tensors[name] = np.ascontiguousarray(t.array)
-            dtypes[name] = t.dtype
-    meta = {
-        "family": out.family,
-        "spec_fingerprint": out.spec_fingerprint,
-        "offsets": json.dumps([list(o) for o in out.offsets]),
-        "hashes": json.dumps(out.hashes),
-        "positions": type(out.positions).__name__,
-        "dtypes": json.dumps(dtypes),
-    }
-    if isinstance(out.positions, MRope):
-        meta["mrope_delta"] = str(out.positions.delta)
-    if out.rid is not None:
-        meta["rid"] = out.rid
-    return tensors, meta
+# -- files of another layout ---------------------------------------------------------------
 
 
-def _legacy_save(out: MmOutput, path: Path) -> None:
-    tensors, meta = _legacy_output_arrays(out)
+def _save_without_version(out: MmOutput, path: Path) -> None:
+    arrays, meta = output_arrays(out)
+    del meta["format_version"]
     if path.suffix == ".safetensors":
-        save_file(tensors, str(path), metadata=meta)
+        save_file(arrays, str(path), metadata=meta)
     else:
-        np.savez(path, **tensors, __metadata__=np.array(json.dumps(meta)))  # type: ignore[arg-type]
+        np.savez(path, **arrays, __metadata__=np.array(json.dumps(meta)))  # type: ignore[arg-type]
 
 
-def _legacy_tokens(out: MmOutput) -> MmOutput:
-    """What a legacy file can give back: the tokens follow from the offsets."""
-    for it, (s, e) in zip(out.items, out.offsets, strict=True):
-        assert it.tokens == e - s + 1
-    return out
-
-
-@pytest.mark.parametrize(("rid", "mrope", "n"), CASES)
 @pytest.mark.parametrize("suffix", [".safetensors", ".npz"])
-def test_legacy_files_still_load(
-    tmp_path: Path, rid: str | None, mrope: bool, n: int, suffix: str
-) -> None:
-    out = synthetic(rid, mrope, n)
-    path = tmp_path / f"legacy{suffix}"
-    _legacy_save(out, path)
-    back = load_output(path)
-    assert_same(back, _legacy_tokens(out), geometry=False)
-    assert back.extra == {"format_version": "0"}
-    assert all(it.geometry == Geometry(0, 0, ()) for it in back.items)
-    # bfloat16 came back tagged, from the U16 storage and the dtypes metadata.
-    if n:
-        assert back.items[0].feature.dtype == "bfloat16"
+def test_a_file_without_format_version_is_refused(tmp_path: Path, suffix: str) -> None:
+    path = tmp_path / f"old{suffix}"
+    _save_without_version(synthetic("r", True, 1), path)
+    with pytest.raises(CodecError, match=r"format_version None is not one this release reads"):
+        load_output(path)
 
 
 def test_a_real_pipeline_output_round_trips(tmp_path: Path, registry: Registry) -> None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sglang_mm_core import LayoutError, MRope, Rope1D, mrope_positions
+from sglang_mm_core import LayoutError, MRope, Rope1D
 from sglang_mm_core._positions import _mrope_positions_py
+from sglang_mm_core.plugin import mrope_positions
 
 
 def test_qwen_vl_md_one_image() -> None:

@@ -1,11 +1,15 @@
-"""The public surface: what `sglang_mm_core.plugin` offers, that the bundled plugins import
-nothing else of the core, and that every retired path or name still works for one release with
-a `DeprecationWarning` (module paths, `spec.pipeline_from_spec`, the ``SGL_MM_`` prefix)."""
+"""The public surface: one front door per audience (`sglang_mm_core` for users,
+`sglang_mm_core.plugin` for family authors) whose shared names are the same objects, every
+exception in `sglang_mm_core.errors`, the bundled plugins and their tests on public names
+only, the core importing no plugin, and no retired name or path left behind."""
 
 from __future__ import annotations
 
 import ast
 import importlib
+import inspect
+import os
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,35 +19,58 @@ import pytest
 from PIL import Image
 
 import sglang_mm_core
-from sglang_mm_core import _native, plugin
-from sglang_mm_core.driver import pipeline_from_spec
+from sglang_mm_core import _native, errors, plugin
 from sglang_mm_core.errors import KernelArgumentError
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN_PACKAGES = sorted(ROOT.glob("plugins/*/sglang_mm_*"))
-MOVED_MODULES = ["carriers", "family", "layout", "positions"]
+PLUGIN_TESTS = sorted(ROOT.glob("plugins/*/tests/*.py"))
+#: Names both fronts offer by design: what an answer carries (and a family produces), and
+#: the errors both audiences catch.
+SHARED = {"CompactTensor", "Geometry", "MRope", "Rope1D", "Tensor"}
 
 
-def run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
-    import os
-
-    full = {k: v for k, v in os.environ.items() if not k.startswith(("SGL_MM_", "SGLANG_MM_"))}
-    full.update(env)
-    return subprocess.run(
-        [sys.executable, "-W", "error::DeprecationWarning", "-c", code],
-        capture_output=True,
-        text=True,
-        env=full,
-        timeout=120,
-    )
+def _core_modules() -> list[str]:
+    return [
+        m.name
+        for m in pkgutil.walk_packages(sglang_mm_core.__path__, "sglang_mm_core.")
+        if "pytest_plugin" not in m.name and not m.name.endswith("__main__")
+    ]
 
 
-def test_plugin_all_resolves_and_is_sorted() -> None:
-    assert len(plugin.__all__) == len(set(plugin.__all__))
-    for name in plugin.__all__:
-        assert getattr(plugin, name) is not None, name
-    assert plugin.hookimpl is sglang_mm_core.hookimpl
-    assert plugin.Family is sglang_mm_core.Family
+@pytest.mark.parametrize("front", [sglang_mm_core, plugin])
+def test_each_front_door_resolves_sorted_and_unique(front: object) -> None:
+    names = list(front.__all__)  # type: ignore[attr-defined]
+    assert len(names) == len(set(names))
+    for name in names:
+        assert getattr(front, name) is not None, name
+    public = {n for n in vars(front) if not n.startswith("_") and n != "annotations"}
+    imported_modules = {n for n in public if inspect.ismodule(getattr(front, n))}
+    assert public - imported_modules <= set(names) | {"version", "PackageNotFoundError"}
+
+
+def test_the_fronts_share_only_the_same_objects_by_design() -> None:
+    both = set(sglang_mm_core.__all__) & set(plugin.__all__)
+    error_names = set(errors.__all__)
+    assert both - error_names == SHARED, both - error_names
+    for name in both:
+        assert getattr(sglang_mm_core, name) is getattr(plugin, name), name
+
+
+def test_every_exception_lives_in_errors() -> None:
+    """One module holds the hierarchy; only private helpers (underscored) live elsewhere."""
+    for name in _core_modules():
+        module = importlib.import_module(name)
+        for attr, obj in vars(module).items():
+            if (
+                inspect.isclass(obj)
+                and issubclass(obj, BaseException)
+                and obj.__module__ == name
+                and not attr.startswith("_")
+            ):
+                assert name == "sglang_mm_core.errors", f"{name}.{attr} is an exception"
+    for name in errors.__all__:
+        assert issubclass(getattr(errors, name), errors.MmError), name
 
 
 def test_bundled_plugins_import_only_the_public_surface() -> None:
@@ -56,70 +83,94 @@ def test_bundled_plugins_import_only_the_public_surface() -> None:
                     if node.module == "sglang_mm_core":  # `from sglang_mm_core import plugin`
                         assert [a.name for a in node.names] == ["plugin"], f"{path}: {node.module}"
                     elif node.module.split(".")[0] == "sglang_mm_core":
-                        assert node.module == "sglang_mm_core.plugin", f"{path}: {node.module}"
+                        assert node.module in {
+                            "sglang_mm_core.plugin",
+                            "sglang_mm_core.common",
+                        }, f"{path}: {node.module}"
                 elif isinstance(node, ast.Import):
                     for alias in node.names:
                         assert not alias.name.startswith("sglang_mm_core"), f"{path}: {alias}"
 
 
-def test_no_deprecation_warning_from_our_own_imports() -> None:
-    """Every module of the core and both plugins imports without touching a retired path."""
+def _private_imports(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        modules: list[str] = []
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            modules = [a.name for a in node.names]
+        for m in modules:
+            parts = m.split(".")
+            if parts[0] == "sglang_mm_core" and any(p.startswith("_") for p in parts[1:]):
+                found.append(m)
+    return found
+
+
+def test_plugin_tests_use_public_names_only() -> None:
+    assert PLUGIN_TESTS
+    bad = {str(p.relative_to(ROOT)): _private_imports(p) for p in PLUGIN_TESTS}
+    assert not {k: v for k, v in bad.items() if v}
+
+
+def test_the_core_imports_no_plugin() -> None:
+    for path in (ROOT / "sglang_mm_core").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            mods = []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                mods = [node.module]
+            elif isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            for m in mods:
+                top = m.split(".")[0]
+                assert not (top.startswith("sglang_mm_") and top != "sglang_mm_core"), (path, m)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "sglang_mm_core.family",
+        "sglang_mm_core.carriers",
+        "sglang_mm_core.layout",
+        "sglang_mm_core.positions",
+        "sglang_mm_core._deprecation",
+        "sglang_mm_core.compat",
+    ],
+)
+def test_retired_modules_are_gone(name: str) -> None:
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(name)
+
+
+def test_retired_names_are_gone() -> None:
+    for front, gone in [
+        (plugin, ["deprecated_aliases", "hf_configs", "load_model_dir", "read_json_object"]),
+        (sglang_mm_core, ["Family", "hookimpl", "layout_by_placeholder", "ProcessedItem"]),
+    ]:
+        for name in gone:
+            assert not hasattr(front, name), name
+    fam = plugin.Family
+    for hook in ("tokens_for", "tokens_for_dimensions", "prompt_tokens_for_dimensions",
+                 "check_prompt", "process_item_compact", "expected_feature_shape",
+                 "spec_from_model_dir", "capabilities", "conformance_rejected_sizes"):  # fmt: skip
+        assert not hasattr(fam, hook), hook
+
+
+def test_the_old_thread_variable_is_not_read() -> None:
     code = (
-        "import pkgutil, importlib, sglang_mm_core\n"
-        "for m in pkgutil.walk_packages(sglang_mm_core.__path__, 'sglang_mm_core.'):\n"
-        f"    if m.name.rsplit('.', 1)[-1] in {MOVED_MODULES!r} or 'pytest_plugin' in m.name:\n"
-        "        continue\n"
-        "    importlib.import_module(m.name)\n"
-        "import sglang_mm_qwen_vl, sglang_mm_qwen_vl.plugin, sglang_mm_inkling.plugin\n"
-        "print('ok')\n"
+        "import sglang_mm_core, os\n"
+        "from sglang_mm_core.plugin import resolve_threads\n"
+        "print(resolve_threads(None, cores=4), os.environ.get('SGLANG_MM_THREADS'))\n"
     )
-    res = run_python(code)
-    assert res.returncode == 0 and res.stdout == "ok\n", res.stderr
-
-
-@pytest.mark.parametrize("module", MOVED_MODULES)
-def test_old_module_paths_warn_and_reexport(module: str) -> None:
-    name = f"sglang_mm_core.{module}"
-    sys.modules.pop(name, None)
-    want = rf"module {name} is deprecated.*; import from sglang_mm_core"
-    with pytest.warns(DeprecationWarning, match=want):
-        old = importlib.import_module(name)
-    private = importlib.import_module(f"sglang_mm_core._{module}")
-    assert old.__all__ == private.__all__
-    for attr in old.__all__:
-        assert getattr(old, attr) is getattr(private, attr), attr
-
-
-def test_pipeline_from_spec_moved_to_the_driver() -> None:
-    from sglang_mm_core import spec
-
-    assert sglang_mm_core.pipeline_from_spec is pipeline_from_spec
-    with pytest.warns(DeprecationWarning, match=r"spec\.pipeline_from_spec is deprecated"):
-        assert spec.pipeline_from_spec is pipeline_from_spec
-    with pytest.raises(AttributeError):
-        spec.no_such_name  # noqa: B018
-
-
-def test_deprecated_thread_variable_still_works() -> None:
-    code = (
-        "import warnings\n"
-        "warnings.simplefilter('always')\n"
-        "with warnings.catch_warnings(record=True) as got:\n"
-        "    import sglang_mm_core\n"
-        "from sglang_mm_core.driver import resolve_threads\n"
-        "print(resolve_threads(None), [str(w.message) for w in got])\n"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SGL_MM_", "SGLANG_MM_"))}
+    res = subprocess.run(
+        [sys.executable, "-W", "error", "-c", code],
+        capture_output=True,
+        text=True,
+        env={**env, "SGL_MM_THREADS": "3"},
+        timeout=120,
     )
-    res = run_python(code, SGL_MM_THREADS="3")
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.startswith("3 ["), res.stdout
-    assert "$SGL_MM_THREADS is deprecated" in res.stdout and "use $SGLANG_MM_THREADS" in res.stdout
-    # The new name wins when both are set.
-    res = run_python(code, SGL_MM_THREADS="3", SGLANG_MM_THREADS="2")
-    assert res.returncode == 0 and res.stdout.startswith("2 ["), res.stdout + res.stderr
-    assert "$SGLANG_MM_THREADS is set too and wins" in res.stdout
-    # Without the old name nothing warns (the interpreter runs with warnings as errors).
-    res = run_python("import sglang_mm_core", SGLANG_MM_THREADS="2")
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == 0 and res.stdout == "4 None\n", res.stdout + res.stderr
 
 
 def test_pixel_limit_is_pillows_bomb_threshold() -> None:
@@ -148,20 +199,35 @@ def test_as_rgb() -> None:
         assert str(e.value).endswith(text)
 
 
-def test_hf_configs(tmp_path: Path) -> None:
-    pp, cfg = {"a": 1}, {"b": 2}
-    assert plugin.hf_configs(pp, cfg) == (pp, cfg)
+def test_model_dir(tmp_path: Path) -> None:
     with pytest.raises(plugin.SpecError, match="not a model directory"):
-        plugin.hf_configs(tmp_path / "missing")
-    with pytest.raises(plugin.SpecError, match="not a mix"):
-        plugin.hf_configs(tmp_path, cfg)
-    with pytest.raises(plugin.SpecError, match=r"needs config\.json"):
-        plugin.hf_configs(pp)
-    with pytest.raises(plugin.SpecError, match=r"preprocessor_config\.json not found"):
-        plugin.hf_configs(tmp_path)
+        plugin.ModelDir.load(tmp_path / "missing")
+    model = plugin.ModelDir.load(tmp_path)
+    with pytest.raises(plugin.SpecError, match=r"preprocessor_config\.json not found in"):
+        model.preprocessor_config  # noqa: B018
     (tmp_path / "preprocessor_config.json").write_text('{"a": 1}')
     (tmp_path / "config.json").write_text("[1]")
+    (tmp_path / "tokenizer.json").write_text(
+        '{"added_tokens": [{"id": 7, "content": "<img>"}, {"id": "x", "content": "bad"}]}'
+    )
+    (tmp_path / "tokenizer_config.json").write_text(
+        '{"added_tokens_decoder": {"7": {"content": "<other>"}, "9": {"content": "</img>"}}}'
+    )
+    model = plugin.ModelDir.of(tmp_path)
+    assert "config.json" in model and model.names == (
+        "config.json",
+        "preprocessor_config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+    )
+    assert model.preprocessor_config == {"a": 1} and model.get("missing.json") is None
     with pytest.raises(plugin.SpecError, match="must hold a JSON object"):
-        plugin.hf_configs(tmp_path)
-    (tmp_path / "config.json").write_text('{"b": 2}')
-    assert plugin.hf_configs(tmp_path) == (pp, cfg)
+        model.config  # noqa: B018
+    assert model.added_tokens() == {"<img>": 7, "<other>": 7, "</img>": 9}
+    parsed = plugin.ModelDir.of({"config.json": {"b": 2}})
+    assert parsed.config == {"b": 2} and parsed.root is None
+    with pytest.raises(plugin.SpecError, match=r"preprocessor_config\.json not found$"):
+        parsed.preprocessor_config  # noqa: B018
+    assert plugin.ModelDir.of(parsed) is parsed
+    with pytest.raises(plugin.SpecError, match="not int"):
+        plugin.ModelDir.of(3)  # type: ignore[arg-type]

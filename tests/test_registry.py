@@ -12,7 +12,8 @@ import pytest
 from core_helpers import toy_env
 from sglang_mm_toy import ToyFamily, ToyMRopeFamily
 
-from sglang_mm_core import Family, PluginError, Registry, hookimpl
+from sglang_mm_core import PluginError, Registry
+from sglang_mm_core.plugin import Family, hookimpl
 
 LIST_FAMILIES = (
     "import json, sglang_mm_core as m\n"

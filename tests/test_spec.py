@@ -17,7 +17,7 @@ from sglang_mm_core import (
     pipeline_from_spec,
     spec_json_schema,
 )
-from sglang_mm_core.spec import Limits
+from sglang_mm_core._spec import Limits
 
 DOC = {"family": "toy", "params": {"patch": 4}}
 

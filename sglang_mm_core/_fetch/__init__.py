@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .._dict_init import dict_init
+from .._spec import FetchPolicy, Limits
 from ..errors import FetchError, LimitError, MmError
-from ..spec import FetchPolicy, Limits
 from .budget import Budget
 from .cancel import CancelScope, cancel_scope, check_cancelled
 from .http import MAX_REDIRECTS, fetch_http

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from .._spec import Limits
 from ..errors import LimitError
-from ..spec import Limits
 
 
 class Budget:

@@ -32,8 +32,8 @@ from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
+from .._spec import FetchPolicy
 from ..errors import FetchError, MmError
-from ..spec import FetchPolicy
 from .budget import Budget
 from .cancel import CancelScope, check_cancelled, current_scope
 from .policy import check_domain, checked_address, resolve_timeout

@@ -11,8 +11,8 @@ import socket
 import threading
 from collections.abc import Sequence
 
+from .._spec import FetchPolicy
 from ..errors import FetchError
-from ..spec import FetchPolicy
 
 DEFAULT_TIMEOUT_S = 3.0
 

@@ -11,8 +11,8 @@ from typing import TypeAlias
 from urllib.parse import unquote, unquote_to_bytes, urlsplit
 
 from .. import _native
+from .._spec import FetchPolicy
 from ..errors import FetchError, MmError
-from ..spec import FetchPolicy
 from .budget import Budget
 
 Source: TypeAlias = str | bytes | bytearray | memoryview | os.PathLike[str]

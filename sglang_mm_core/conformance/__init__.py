@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .._family import Family
-from ..registry import Registry
+from .._registry import Registry
 from .checks import ALL_CHECKS, Check, checks_for, compact_round_trips, process_item_and_compact
 from .images import encode_png, generated_image
 from .target import ConformanceTarget, installed_targets
 
-TargetLike = type[Family] | ConformanceTarget | Mapping[str, Any] | str | Path
+TargetLike = type[Family[Any]] | ConformanceTarget | Mapping[str, Any] | str | Path
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 

@@ -1,12 +1,10 @@
 """The conformance checks. Each takes a `ConformanceTarget` and raises `AssertionError` with a
 message naming what is wrong; `checks_for` yields the ones that apply to a target.
 
-What "feature shape agrees with tokens_for" means here: the shape the family states for the
-item's geometry (`Family.expected_feature_shape`) when it states one, else the generic rule of
-token-major features: the leading dimension is a whole multiple of the item's tokens, the same
-multiple for every image (Qwen packs ``merge_size**2`` patch rows per token, Inkling one). The
-layout's content span of each item is exactly ``tokens_for`` tokens, and its full pattern
-``prompt_tokens_for_dimensions``."""
+Token counts derive from the family's plan by construction (the driver computes them), so the
+checks prove what construction cannot: that the plan is a pure function of the size that
+agrees with the item processed, that the feature has the writer's shape for it, that the
+kernel is deterministic and thread-invariant, and that the compact form expands exactly."""
 
 from __future__ import annotations
 
@@ -24,17 +22,17 @@ from .. import _native
 from .._carriers import MmInput, MmOutput, ProcessedItem, Tensor
 from .._compact import CompactTensor
 from .._family import Family
-from .._layout import Explicit, Media, Repeat, TokenLayout, apply_layout
+from .._outputs import encode_safetensors, load_output, save_output
+from .._plan import Plan
 from .._positions import MRope, Rope1D
+from .._registry import installed_entry_points
+from .._spec import spec_json_schema
 from ..errors import DecodeError, LayoutError, MmError, MmRequestError
-from ..outputs import encode_safetensors, load_output, save_output
-from ..registry import installed_entry_points
-from ..spec import spec_json_schema
 from .images import encode_png, generated_image
 from .target import ConformanceTarget
 
 if TYPE_CHECKING:
-    from ..driver import Pipeline
+    from .._driver import Pipeline
 
 Check = Callable[[ConformanceTarget], None]
 
@@ -185,66 +183,44 @@ def check_params_json_schema(target: ConformanceTarget) -> None:
     _expect(not errors, f"the canonical spec does not satisfy spec_json_schema: {errors}")
 
 
-def _feature_shape_problem(
-    target: ConformanceTarget, item: ProcessedItem, tokens: int
-) -> tuple[str | None, int | None]:
-    """What is wrong with the item's feature shape (None when nothing), and its rows per token
-    under the generic rule (None when the family states the shape itself)."""
-    shape = tuple(item.feature.shape)
-    want = target.family.expected_feature_shape(item.geometry)
-    if want is not None:
-        fits = len(want) == len(shape) and all(
-            w is None or w == got for w, got in zip(want, shape, strict=False)
-        )
-        shown = "(" + ", ".join("*" if w is None else str(w) for w in want) + ")"
-        problem = None if fits else f"feature shape {shape}, expected_feature_shape {shown}"
-        return problem, None
-    if len(shape) < 1:
-        return "feature is a scalar", None
-    rows = shape[0]
-    if rows % tokens:
-        return (
-            f"feature has {rows} row(s), not a multiple of tokens_for {tokens} (a feature "
-            "that is not token-major states its shape in expected_feature_shape)",
-            None,
-        )
-    return None, rows // tokens
-
-
-def check_item_shapes(target: ConformanceTarget) -> None:
-    """process_item on every declared size: tensors well formed, the feature of the shape the
-    family states (`expected_feature_shape`) or else rows a constant whole multiple of
-    tokens_for, and tokens_for_dimensions (the header path) agreeing."""
+def check_plan(target: ConformanceTarget) -> None:
+    """For every accepted size: the plan is a `Plan`, the same on every call (a pure
+    function of the size), with at least one content token, parts that are non-empty, and the
+    item processed at that size carries it: its geometry, and a feature of the writer's shape
+    with Tensor aux."""
     fam = target.family
-    ratios: dict[int, tuple[int, int]] = {}
+    writer = fam._compiled().features.writer
     for w, h in _sizes(target):
-        item = _process(target, generated_image(w, h))
         where = f"image {w}x{h}"
+        plan = fam.checked_plan(w, h)
+        _expect(plan == fam.checked_plan(w, h), f"{where}: two plans of one size differ")
+        _expect(plan.content >= 1, f"{where}: the plan's tokens have no content")
+        _expect(
+            all(min(p.size) >= 1 and min(p.extent) >= 1 for p in plan.parts),
+            f"{where}: an empty part in {plan.parts}",
+        )
+        item = _process(target, generated_image(w, h))
         _expect(isinstance(item.feature, Tensor), f"{where}: feature is not a Tensor")
         _expect(
             all(isinstance(t, Tensor) for t in item.aux.values()),
             f"{where}: aux values must be Tensors",
         )
-        tokens = fam.tokens_for(item.geometry)
-        _expect(tokens >= 1, f"{where}: tokens_for gives {tokens}")
-        problem, ratio = _feature_shape_problem(target, item, tokens)
-        _expect(problem is None, f"{where}: {problem}")
-        if ratio is not None:
-            ratios.setdefault(ratio, (w, h))
-        by_dims = fam.tokens_for_dimensions(w, h)
-        _expect(
-            by_dims == tokens,
-            f"{where}: tokens_for_dimensions gives {by_dims} but tokens_for gives {tokens}",
-        )
-    _expect(
-        len(ratios) <= 1,
-        f"feature rows per token differ between images: {ratios} (ratio: first size)",
-    )
+        _expect(item.plan == plan, f"{where}: the item was not made by the plan of its size")
+        _expect(item.geometry == plan.geometry, f"{where}: item geometry is not the plan's")
+        want = writer.shape(plan)
+        _expect(item.feature.shape == want, f"{where}: feature {item.feature.shape}, want {want}")
 
 
 def check_rejected_sizes(target: ConformanceTarget) -> None:
-    """Sizes the family refuses by design fail with an `MmRequestError`, not a crash."""
+    """Sizes the family refuses by design fail with an `MmRequestError`, not a crash, both
+    when planned from a header and when processed."""
     for w, h in _rejected_sizes(target):
+        try:
+            target.family.checked_plan(w, h)
+        except MmRequestError:
+            pass
+        else:
+            raise AssertionError(f"image {w}x{h} is declared rejected but plan accepted it")
         try:
             target.family.process_item(generated_image(w, h), threads=1)
         except MmRequestError:
@@ -305,7 +281,7 @@ def check_pool_sizes_identical(target: ConformanceTarget) -> None:
 
 def check_pipeline_matches_process_item(target: ConformanceTarget) -> None:
     """Through the pipeline (PNG bytes, decoded by the core) each item equals process_item on
-    the original pixels, and carries the tokens_for of its geometry."""
+    the original pixels, and carries its plan's content tokens."""
     sizes = _pipeline_sizes(target)
     images = [generated_image(*s, seed=5 + k) for k, s in enumerate(sizes)]
     req = MmInput(
@@ -319,7 +295,7 @@ def check_pipeline_matches_process_item(target: ConformanceTarget) -> None:
         ref = _process(target, image)
         got = ProcessedItem(item.feature, item.aux, item.geometry)
         _expect(_same_item(ref, got), f"image {k}: pipeline result differs from process_item")
-        tokens = target.family.tokens_for(item.geometry)
+        tokens = target.family.checked_plan(*sizes[k]).content
         _expect(item.tokens == tokens, f"image {k}: item.tokens {item.tokens} != {tokens}")
 
 
@@ -329,10 +305,10 @@ def check_compact_expands(target: ConformanceTarget) -> None:
     for w, h in _sizes(target):
         image = generated_image(w, h, seed=6)
         full = _process(target, image)
-        compact = target.family.process_item_compact(image, threads=2)
+        compact = target.family.process_item(image, threads=2, compact=True)
         _expect(
             isinstance(compact, ProcessedItem) and isinstance(compact.feature, CompactTensor),
-            f"image {w}x{h}: process_item_compact did not give a CompactTensor feature",
+            f"image {w}x{h}: process_item(compact=True) did not give a CompactTensor feature",
         )
         _expect(_same_item(full, compact), f"image {w}x{h}: compact form differs from full")
     req = _request(target, 2, seed=6)
@@ -343,17 +319,17 @@ def check_compact_expands(target: ConformanceTarget) -> None:
 
 
 def process_item_and_compact(
-    family: Family, image: npt.NDArray[np.uint8], *, threads: int = 1
+    family: Family[Any], image: npt.NDArray[np.uint8], *, threads: int = 1
 ) -> ProcessedItem:
-    """``family.process_item(image)``, after asserting that ``process_item_compact`` of the same
+    """``family.process_item(image)``, after asserting that the compact form of the same
     image is a `CompactTensor` that expands to it bit for bit, with the same aux and geometry.
     A parity test that compares this result with its reference then proves the compact form
     against that reference too."""
     full = family.process_item(image, threads=threads)
-    compact = family.process_item_compact(image, threads=threads)
+    compact = family.process_item(image, threads=threads, compact=True)
     _expect(
         isinstance(compact, ProcessedItem) and isinstance(compact.feature, CompactTensor),
-        "process_item_compact did not give a CompactTensor feature",
+        "process_item(compact=True) did not give a CompactTensor feature",
     )
     _expect(_same_item(full, compact), "the compact form does not expand to process_item's")
     return full
@@ -382,47 +358,35 @@ def compact_round_trips(pipe: Pipeline, request: MmInput, folder: Path) -> MmOut
     return compact
 
 
-def _pattern_len(pattern: Repeat | Explicit) -> int:
-    return pattern.count if isinstance(pattern, Repeat) else len(pattern.ids)
-
-
 def check_layout(target: ConformanceTarget) -> None:
-    """The layout covers every prompt token and places every item once; offsets are in
-    bounds, ordered, disjoint and sized as tokens_for says; the full pattern of each item is
-    prompt_tokens_for_dimensions long; the pipeline's expansion is exactly the layout's."""
+    """Through the pipeline: every item's offsets are in bounds, ordered, disjoint and as long
+    as its plan's content, each placeholder replaced by its plan's whole pattern; the prompt
+    the family offers as an example is accepted; `count_tokens`, from headers alone, gives the
+    pipeline's lengths."""
     fam = target.family
     sizes = _pipeline_sizes(target)
     images = [generated_image(*s, seed=6 + k) for k, s in enumerate(sizes)]
-    items = [_process(target, im) for im in images]
+    plans: list[Plan] = [fam.checked_plan(*s) for s in sizes]
     ids = np.asarray(fam.example_prompt(len(images)), dtype=np.int64)
-    try:
-        fam.check_prompt(ids, len(images))
-    except LayoutError as err:
-        raise AssertionError(f"check_prompt refuses example_prompt({len(images)}): {err}") from err
-    layout = fam.layout(ids, [it.geometry for it in items])
-    _expect(isinstance(layout, TokenLayout), f"layout returned {type(layout).__name__}")
-    expanded = apply_layout(ids, layout, len(items))  # enforces coverage and single placement
-    length = len(expanded.input_ids)
+    req = MmInput(input_ids=ids, images=[encode_png(im) for im in images])
+    with target.pipeline() as pipe:
+        try:
+            pipe.check_prompt(ids, len(images))
+        except LayoutError as err:
+            raise AssertionError(f"example_prompt({len(images)}) is refused: {err}") from err
+        out = pipe.process(req)
+        count = pipe.count_tokens(req)
+    length = len(out.input_ids)
+    _expect(
+        length == len(ids) - len(images) + sum(p.length for p in plans),
+        f"{length} expanded tokens, the plans say {sum(p.length for p in plans)} for the items",
+    )
     prev = -1
-    for k, (s, e) in enumerate(expanded.offsets):
+    for k, (s, e) in enumerate(out.offsets):
         _expect(0 <= s <= e < length, f"image {k}: offsets {(s, e)} outside 0..{length - 1}")
         _expect(s > prev, f"image {k}: offsets {(s, e)} overlap or precede the previous item")
         prev = e
-        tokens = fam.tokens_for(items[k].geometry)
-        _expect(e - s + 1 == tokens, f"image {k}: spans {e - s + 1} tokens, tokens_for {tokens}")
-    media = {seg.item: seg.pattern for seg in layout.segments if isinstance(seg, Media)}
-    for k, (w, h) in enumerate(sizes):
-        want = fam.prompt_tokens_for_dimensions(w, h)
-        got = _pattern_len(media[k])
-        _expect(got == want, f"image {k}: pattern of {got} ids, prompt_tokens_for_dims {want}")
-    req = MmInput(input_ids=ids, images=[encode_png(im) for im in images])
-    with target.pipeline() as pipe:
-        out = pipe.process(req)
-        count = pipe.count_tokens(req)
-    _expect(
-        np.array_equal(out.input_ids, expanded.input_ids) and out.offsets == expanded.offsets,
-        "the pipeline's expansion differs from apply_layout(family.layout(...))",
-    )
+        _expect(e - s + 1 == plans[k].content, f"image {k}: spans {e - s + 1} tokens")
     _expect(
         count.length == length and count.per_item == [it.tokens for it in out.items],
         f"count_tokens says {count}, the pipeline made {length} tokens "
@@ -453,16 +417,9 @@ def check_positions(target: ConformanceTarget) -> None:
         _expect(pos.delta == want, f"MRope delta {pos.delta}, max + 1 - L = {want}")
 
 
-def _checks_prompt(fam: Any) -> bool:
-    """Whether `Family.check_prompt` is expected to refuse mismatches: overridden, or the
-    default working on ``params.image_token_id``."""
-    overridden = type(fam).check_prompt is not Family.check_prompt
-    return overridden or isinstance(getattr(fam.params, "image_token_id", None), int)
-
-
 def check_placeholder_mismatch(target: ConformanceTarget) -> None:
     """More or fewer images than placeholders fails with a `LayoutError`, in the pipeline and
-    in `Family.check_prompt` (what `sglang-mm tokens` applies before counting)."""
+    in `Pipeline.check_prompt` (what `sglang-mm tokens` applies before counting)."""
     fam = target.family
     img = _png(_pipeline_sizes(target)[0])
     cases = [(2, 1), (1, 2), (3, 2)]
@@ -471,16 +428,15 @@ def check_placeholder_mismatch(target: ConformanceTarget) -> None:
     with target.pipeline() as pipe:
         for placeholders, n_images in cases:
             ids = fam.example_prompt(placeholders)
-            if _checks_prompt(fam):
-                try:
-                    fam.check_prompt(np.asarray(ids, dtype=np.int64), n_images)
-                except LayoutError:
-                    pass
-                else:
-                    raise AssertionError(
-                        f"check_prompt accepts {placeholders} placeholder(s) with {n_images} "
-                        "image(s), which the layout refuses"
-                    )
+            try:
+                pipe.check_prompt(ids, n_images)
+            except LayoutError:
+                pass
+            else:
+                raise AssertionError(
+                    f"check_prompt accepts {placeholders} placeholder(s) with {n_images} "
+                    "image(s), which the layout refuses"
+                )
             req = MmInput(input_ids=ids, images=[img] * n_images)
             try:
                 pipe.process(req)
@@ -537,7 +493,7 @@ ALL_CHECKS: tuple[Check, ...] = (
     check_entry_point,
     check_params_json_roundtrip,
     check_params_json_schema,
-    check_item_shapes,
+    check_plan,
     check_rejected_sizes,
     check_deterministic,
     check_kernel_threads_invariant,
@@ -561,9 +517,17 @@ def checks_for(target: ConformanceTarget) -> Iterator[Check]:
             continue
         if check is check_rejected_sizes and not _declares_rejected_sizes(target):
             continue
-        if check is check_compact_expands and not target.family_class.offers_compact:
+        if check is check_compact_expands and not _offers_compact(target):
             continue
         yield check
+
+
+def _offers_compact(target: ConformanceTarget) -> bool:
+    """Whether the family has a compact form; one that cannot be built keeps the check."""
+    try:
+        return target.family.offers_compact
+    except Exception:
+        return True
 
 
 def _declares_rejected_sizes(target: ConformanceTarget) -> bool:

@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._driver import Pipeline
 from .._family import Family
-from ..driver import Pipeline
-from ..registry import FamilyInfo, Registry, default_registry
-from ..spec import ResolvedSpec, load_spec, read_spec_document
+from .._registry import FamilyInfo, Registry, default_registry
+from .._spec import ResolvedSpec, load_spec, read_spec_document
 
 
 class ConformanceTarget:
@@ -26,7 +26,7 @@ class ConformanceTarget:
         self._id = id
         self._lock = threading.Lock()
         self._resolved: ResolvedSpec | None = None
-        self._family: Family | None = None
+        self._family: Family[Any] | None = None
 
     @property
     def id(self) -> str:
@@ -54,7 +54,7 @@ class ConformanceTarget:
 
     @classmethod
     def from_family(
-        cls, family: type[Family], params: Mapping[str, Any] | None = None
+        cls, family: type[Family[Any]], params: Mapping[str, Any] | None = None
     ) -> ConformanceTarget:
         """A family class not (necessarily) installed: registered in a private registry."""
         reg = Registry()
@@ -82,11 +82,11 @@ class ConformanceTarget:
             return self._resolved
 
     @property
-    def family_class(self) -> type[Family]:
+    def family_class(self) -> type[Family[Any]]:
         return self.resolved.family
 
     @property
-    def family(self) -> Family:
+    def family(self) -> Family[Any]:
         """One family instance, shared by the checks (as a pipeline shares it across threads)."""
         resolved = self.resolved
         with self._lock:

@@ -2,14 +2,14 @@
 Parquet shards, on this machine or on a Ray cluster (docs/dataset.md).
 
 Needs the ``dataset`` extra (pyarrow, tqdm), and ``ray`` for the Ray engine and
-`RayPreprocessor`; this package imports without them, and a job that needs one names it."""
+`RayPreprocessor`; this package imports without them, and a job that needs one names it (a
+`MissingExtraError`; its errors are in `sglang_mm_core.errors`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._deps import DatasetError, ManifestError, MissingExtraError
 from ._job import Options, Summary, run
 from ._manifest import Manifest, Sample
 from ._rows import DatasetRow, RowError
@@ -45,11 +45,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "DatasetError",
     "DatasetRow",
     "Manifest",
-    "ManifestError",
-    "MissingExtraError",
     "Options",
     "RayPreprocessor",
     "RowError",

@@ -5,21 +5,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from ..errors import MmError
-
-
-class DatasetError(MmError):
-    """A dataset job cannot run as asked: a bad manifest, output folder or option. (A bad
-    *sample* never raises: its row carries its error.)"""
-
-
-class ManifestError(DatasetError):
-    """The manifest cannot be read (missing file, unknown format, missing column), or one of
-    its rows is malformed (then only that row carries it)."""
-
-
-class MissingExtraError(DatasetError):
-    """An optional package the job needs is not installed."""
+from ..errors import MissingExtraError
 
 
 def _need(module: str, extra: str, what: str) -> ModuleType:

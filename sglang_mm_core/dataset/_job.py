@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..errors import DatasetError
 from . import _deps, _rows
-from ._deps import DatasetError
 from ._manifest import Manifest
 from ._process import DEFAULT_IO_THREADS, Processor, meta, resolve_spec
 from ._writer import JobState, ShardStats, ShardWriter, shard_name

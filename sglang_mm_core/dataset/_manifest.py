@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from .._carriers import Source
-from ..errors import MmError
-from ..requests_io import _resolve_source
+from .._requests_io import _resolve_source
+from ..errors import ManifestError, MmError
 from . import _deps
-from ._deps import ManifestError
 
 FORMATS = ("jsonl", "parquet")
 _READ_ROWS = 256  # rows per Parquet batch while streaming

@@ -14,11 +14,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from .._carriers import MmInput, MmOutput
-from ..driver import Pipeline, pipeline_from_spec
-from ..errors import MmError
-from ..spec import load_spec
+from .._driver import Pipeline, pipeline_from_spec
+from .._spec import load_spec
+from ..errors import DatasetError, MmError
 from . import _rows
-from ._deps import DatasetError
 from ._manifest import Sample
 
 DEFAULT_IO_THREADS = 8
@@ -101,7 +100,7 @@ class Processor:
         try:
             ids = pipe._check(req)
             if self.count_only:
-                pipe._call(pipe.family.check_prompt, ids, len(req.images))
+                pipe._check_prompt(ids, len(req.images))
             return pipe._fetch(req)
         except MmError as e:
             return e

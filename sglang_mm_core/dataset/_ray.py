@@ -13,9 +13,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..driver import available_cores
+from .._threads import available_cores
+from ..errors import DatasetError
 from . import _deps, _rows
-from ._deps import DatasetError
 from ._job import Options, _Engine
 from ._manifest import Manifest, Sample, parse_line, sample_from_row, table_rows
 from ._process import DEFAULT_IO_THREADS, Processor, meta

@@ -27,9 +27,9 @@ import numpy as np
 
 from .._carriers import Geometry, MmItem, MmOutput, Tensor, TokenCount
 from .._compact import CompactTensor
+from .._outputs import _NUMPY_FOR_TAG
 from .._positions import MRope, Rope1D
 from ..errors import MmError
-from ..outputs import _NUMPY_FOR_TAG
 
 ROW_FORMAT_VERSION = "1"
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import DatasetError
 from . import _deps
-from ._deps import DatasetError
 
 JOB_FILE = "_job.json"
 DONE_FILE = "_done.json"

@@ -2,7 +2,8 @@
 and an embedded mode whose ingress and workers run inside a host process.
 
 Needs the ``server`` extra (``pip install 'sglang-mm-core[server]'``). The names below load
-lazily, so `sglang_mm_core.server.codec` (used by the client) works without the extra."""
+lazily, so `sglang_mm_core.server.codec` (used by the client) works without the extra. Its
+errors (`LaunchError`, `RidError`) are in `sglang_mm_core.errors` with all the others."""
 
 from __future__ import annotations
 
@@ -13,15 +14,12 @@ if TYPE_CHECKING:
     from .config import ServerConfig, server_spec
     from .cores import partition_cores, pin_current_thread
     from .embedded import MmServer
-    from .errors import LaunchError, RidError
     from .ring import IngressBatch
     from .standalone import serve
 
 _WHERE = {
     "IngressBatch": "ring",
-    "LaunchError": "errors",
     "MmServer": "embedded",
-    "RidError": "errors",
     "ServerConfig": "config",
     "partition_cores": "cores",
     "pin_current_thread": "cores",
@@ -39,9 +37,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "IngressBatch",
-    "LaunchError",
     "MmServer",
-    "RidError",
     "ServerConfig",
     "partition_cores",
     "pin_current_thread",

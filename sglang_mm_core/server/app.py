@@ -422,7 +422,7 @@ def create_app(engine: Engine, families: list[FamilyEntry], *, embedded: bool = 
 
 def families_of(registry: Any) -> list[FamilyEntry]:
     """The installed families of ``registry`` (the default one when None)."""
-    from ..registry import default_registry
+    from .._registry import default_registry
 
     reg = registry if registry is not None else default_registry()
     return [

@@ -1,7 +1,7 @@
 """The answer's two body formats and their inverse, so a client rebuilds the very `MmOutput`
 the in-process pipeline returns.
 
-safetensors (the default): the one output layout of `sglang_mm_core.outputs`, the same as the
+safetensors (the default): the one output layout of `sglang_mm_core._outputs`, the same as the
 CLI's ``--out`` files, written and read by that module (re-exported here): the encoder hands
 back the header plus views of the arrays, the body is never joined into one buffer.
 
@@ -19,9 +19,7 @@ from typing import Any
 import numpy as np
 
 from .._carriers import DType, Geometry, MmItem, MmOutput, Tensor
-from .._positions import MRope, Rope1D
-from ..errors import CodecError, LimitError
-from ..outputs import (
+from .._outputs import (
     _NUMPY_FOR_TAG,
     FORMAT_VERSION,
     decode_safetensors,
@@ -29,6 +27,8 @@ from ..outputs import (
     output_tensors,
     read_safetensors,
 )
+from .._positions import MRope, Rope1D
+from ..errors import CodecError, LimitError
 
 SAFETENSORS_MEDIA_TYPE = "application/octet-stream"
 JSON_MEDIA_TYPE = "application/json"

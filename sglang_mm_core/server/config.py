@@ -13,7 +13,7 @@ says otherwise its pool gets every server core, and each request's kernels get t
 share, ``threads // workers`` (`request_share`): the items of concurrent multi-image requests
 spread over the whole pool, single images run on their worker, and together they fill the
 cores once. The core count and the environment are read by the driver's one function
-(`sglang_mm_core.driver.available_cores`, `env_threads`)."""
+(`sglang_mm_core._threads.available_cores`, `env_threads`)."""
 
 from __future__ import annotations
 
@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..driver import available_cores, env_threads
-from ..registry import Registry
-from ..spec import ResolvedSpec, Spec, load_spec
-from .errors import LaunchError
+from .._registry import Registry
+from .._spec import ResolvedSpec, Spec, load_spec
+from .._threads import available_cores, env_threads
+from ..errors import LaunchError
 
 log = logging.getLogger("sglang_mm.server")
 

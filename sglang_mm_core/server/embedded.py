@@ -28,7 +28,8 @@ import threading
 import time
 from typing import Any
 
-from ..registry import Registry
+from .._registry import Registry
+from ..errors import LaunchError
 from .app import create_app, families_of
 from .config import (
     DEFAULT_DEADLINE_S,
@@ -44,7 +45,7 @@ from .config import (
 )
 from .cores import partition_cores, pin_current_thread
 from .engine import Engine, Ticket
-from .errors import Answer, LaunchError, error_answer
+from .errors import Answer, error_answer
 from .ingress import bind, check_cores, parse_addr, uvicorn_server
 from .ring import IngressBatch
 
@@ -153,7 +154,7 @@ class MmServer:
         resolved = server_spec(spec, registry=registry, threads=server_threads(server_cores))
         if not isinstance(compact, bool):
             raise LaunchError(f"compact must be True or False, got {compact!r}")
-        if compact and not resolved.family.offers_compact:
+        if compact and not resolved.family(resolved.params).offers_compact:
             raise LaunchError(
                 f"compact=True: family {resolved.family.name!r} does not offer the compact form"
             )

@@ -30,16 +30,16 @@ from collections import deque
 from typing import Literal
 
 from .._carriers import MmInput, MmOutput
-from ..driver import Pipeline, resolve_threads
-from ..errors import LimitError
-from ..fetch.cancel import CancelScope, cancel_scope
-from ..spec import ResolvedSpec
+from .._driver import Pipeline
+from .._fetch.cancel import CancelScope, cancel_scope
+from .._spec import ResolvedSpec
+from .._threads import resolve_threads
+from ..errors import LimitError, RidError
 from . import codec
 from .config import ServerConfig, request_share
 from .cores import pin_current_thread
 from .errors import (
     Answer,
-    RidError,
     answer_for,
     deadline_exceeded,
     error_answer,

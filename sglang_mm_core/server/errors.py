@@ -20,15 +20,6 @@ log = logging.getLogger("sglang_mm.server")
 RETRY_AFTER_S = 1
 
 
-class LaunchError(MmError, ValueError):
-    """A server setting that cannot be honoured (the message names the option)."""
-
-
-class RidError(MmError, LookupError):
-    """``push_result``/``push_error`` for a rid that is unknown, not yet parked, or already
-    answered."""
-
-
 @dataclass(frozen=True)
 class Answer:
     """One complete HTTP answer, built on any thread and sent by the ingress. ``body`` is one
@@ -110,8 +101,6 @@ def deadline_exceeded(deadline_s: float) -> Answer:
 __all__ = [
     "RETRY_AFTER_S",
     "Answer",
-    "LaunchError",
-    "RidError",
     "answer_for",
     "deadline_exceeded",
     "error_answer",

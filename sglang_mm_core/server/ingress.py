@@ -12,9 +12,9 @@ from typing import Any
 
 import uvicorn
 
+from ..errors import LaunchError
 from .config import ServerConfig
 from .cores import affinity_available, allowed_cores
-from .errors import LaunchError
 from .protocol import guarded_protocol
 
 Cores = tuple[int, ...]

@@ -27,7 +27,8 @@ from typing import Any
 
 import uvicorn
 
-from ..registry import Registry
+from .._registry import Registry
+from ..errors import LaunchError
 from .app import create_app, families_of
 from .config import (
     DEFAULT_DEADLINE_S,
@@ -40,7 +41,6 @@ from .config import (
 )
 from .cores import allowed_cores, partition_cores, pin_current_thread
 from .engine import Engine
-from .errors import LaunchError
 from .ingress import bind, uvicorn_server
 
 log = logging.getLogger("sglang_mm.server")

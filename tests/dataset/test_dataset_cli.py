@@ -16,7 +16,7 @@ import pytest
 from core_helpers import toy_env
 from ds_helpers import LAYOUT, Corpus, shard_bytes
 
-from sglang_mm_core.cli import main
+from sglang_mm_core._cli import main
 
 BIN = Path(sys.executable).with_name("sglang-mm")
 
@@ -118,7 +118,7 @@ def test_bad_spec_and_options(
     toy.write_text(json.dumps({"family": "toy"}))
     argv = [*base[:3], str(toy), *base[4:], "--features", "compact"]
     proc = subprocess.run(
-        [sys.executable, "-m", "sglang_mm_core.cli", *argv],
+        [sys.executable, "-m", "sglang_mm_core", *argv],
         capture_output=True,
         text=True,
         env=toy_env("site"),
@@ -137,7 +137,7 @@ def test_missing_extra_is_named(corpus: Corpus, qwen_spec_file: Path, tmp_path: 
     code = (
         "import sys; sys.modules['pyarrow'] = None; sys.modules['ray'] = None\n"
         "import sglang_mm_core, sglang_mm_core.dataset\n"
-        "from sglang_mm_core.cli import main\n"
+        "from sglang_mm_core._cli import main\n"
         f"sys.exit(main({_args(corpus, tmp_path / 'out', qwen_spec_file)!r}))\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -15,8 +15,8 @@ from numpy.testing import assert_array_equal
 
 from sglang_mm_core import MmInput, pipeline_from_spec
 from sglang_mm_core._compact import CompactTensor
-from sglang_mm_core.dataset import DatasetError, DatasetRow, Options, Summary, read_shards, run
-from sglang_mm_core.errors import MmError
+from sglang_mm_core.dataset import DatasetRow, Options, Summary, read_shards, run
+from sglang_mm_core.errors import DatasetError, MmError
 from sglang_mm_core.plugin import MRope
 
 

@@ -17,7 +17,11 @@ REPO = Path(__file__).resolve().parents[2]
 DIST = REPO / "dist"
 WHEELHOUSE = DIST / "wheelhouse"
 PLUGINS = sorted(p.name for p in (REPO / "plugins").iterdir() if (p / "pyproject.toml").is_file())
-SHIPPED = [name for name in PLUGINS if name != "template"]
+#: The family plugins a user installs (the templates are folders to copy, tested on their own).
+FAMILIES = [name for name in PLUGINS if not name.startswith("template_")]
+#: Every shipped distribution beside the core, by its package name's suffix: the families and
+#: the SGLang drop-in (compat/sglang).
+SHIPPED = [*FAMILIES, "sglang"]
 
 
 def _dist_file(name: str, suffix: str) -> Path:
@@ -102,11 +106,30 @@ def test_families_lists_every_shipped_plugin(
 ) -> None:
     python, work, env = wheel_venv
     out = _run([str(python.parent / "sglang-mm"), "families"], work, env, 120)
-    for name in SHIPPED:
+    for name in FAMILIES:
         assert name in out, out
 
 
-@pytest.mark.parametrize("family", SHIPPED)
+def test_the_sglang_drop_in_runs_from_the_wheels(
+    wheel_venv: tuple[Path, Path, dict[str, str]],
+) -> None:
+    """The drop-in's distribution brings what it needs: one import, then SGLang's calls."""
+    python, work, env = wheel_venv
+    code = (
+        "import json, sglang_mm_sglang as mm\n"
+        "data = open('examples/images/astronaut.jpg', 'rb').read()\n"
+        "spec = json.dumps({'family': 'qwen_vl', 'image_token_id': 151655, 'patch_size': 14,\n"
+        "    'merge_size': 2, 'temporal_patch_size': 2, 'min_pixels': 3136,\n"
+        "    'max_pixels': 12845056, 'image_mean': [0.5, 0.5, 0.5], 'image_std': [0.5, 0.5, 0.5]})\n"
+        "values, grid = mm.qwen_vl.preprocess(data, spec)\n"
+        "h, w, bits = mm.inkling.decode_patchify(data, 40)\n"
+        "print('DROPIN', grid, values.shape[0] > 0, bits.dtype)\n"
+    )
+    out = _run([str(python), "-I", "-c", code], work, env, 300)
+    assert "DROPIN (1, " in out and "True uint16" in out, out
+
+
+@pytest.mark.parametrize("family", FAMILIES)
 def test_conformance_passes_from_the_wheels(
     wheel_venv: tuple[Path, Path, dict[str, str]], family: str
 ) -> None:
@@ -117,14 +140,16 @@ def test_conformance_passes_from_the_wheels(
     assert re.search(r"\b\d+ passed\b", out) and " failed" not in out, out[-2000:]
 
 
-def test_core_and_a_plugin_build_from_their_sdists(tmp_path: Path) -> None:
-    """pip builds both sdists itself (isolated build env: maturin and cmake from the
-    wheelhouse, crates from cargo's local cache). The compile cache is the repository's
-    target dir, so only the crates whose sources come from the sdists are compiled again."""
+def test_every_distribution_builds_from_its_sdist(tmp_path: Path) -> None:
+    """pip builds every sdist itself (isolated build envs: maturin, cmake and hatchling from
+    the wheelhouse, crates from cargo's local cache): the core and the Inkling plugin compile
+    their Rust, the families composed of core kernels and the drop-in are pure Python. The
+    compile cache is the repository's target dir, so only the crates whose sources come from
+    the sdists are compiled again."""
     python = _fresh_venv(tmp_path / "venv")
     env = _clean_env(CARGO_TARGET_DIR=str(REPO / "target"))
     sdists = [str(_dist_file("sglang_mm_core", ".tar.gz")) + "[conformance]"]
-    sdists.append(str(_dist_file("sglang_mm_qwen_vl", ".tar.gz")))
+    sdists += [str(_dist_file(f"sglang_mm_{name}", ".tar.gz")) for name in SHIPPED]
     _run(
         [str(python), "-m", "pip", "install", "--quiet", *sdists],
         tmp_path,
@@ -136,6 +161,10 @@ def test_core_and_a_plugin_build_from_their_sdists(tmp_path: Path) -> None:
     meta = _run([str(python), "-m", "pip", "show", "-f", "sglang-mm-core"], work, env, 60)
     assert "_native" in meta
     out = _run(
-        [str(python.parent / "sglang-mm"), "conformance", "--family", "qwen_vl"], work, env, 900
+        [str(python.parent / "sglang-mm"), "conformance", "--family", "qwen_vl", "--family",
+         "inkling"],  # fmt: skip
+        work,
+        env,
+        900,
     )
     assert re.search(r"\b\d+ passed\b", out) and " failed" not in out, out[-2000:]

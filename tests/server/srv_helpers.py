@@ -161,7 +161,7 @@ def start_serve(spec: dict[str, Any], tmp: Path, *extra: str) -> tuple[str, subp
     path = tmp / "spec.json"
     path.write_text(json.dumps(spec))
     env = {k: v for k, v in toy_env("site").items() if "PROXY" not in k.upper()}
-    cmd = [sys.executable, "-m", "sglang_mm_core.cli", "serve", "--spec", str(path)]
+    cmd = [sys.executable, "-m", "sglang_mm_core", "serve", "--spec", str(path)]
     proc = subprocess.Popen(
         [*cmd, "--port", "0", "--log-level", "info", *extra],
         stderr=subprocess.PIPE,

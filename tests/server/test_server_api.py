@@ -15,7 +15,8 @@ import requests
 from srv_helpers import FamilySetup, assert_same_output, data_url
 
 from sglang_mm_core import FetchError, LayoutError, LimitError, MmInput, Spec
-from sglang_mm_core.client import Client, ServerError
+from sglang_mm_core.client import Client
+from sglang_mm_core.errors import ServerError
 from sglang_mm_core.server import MmServer
 from sglang_mm_core.server.config import server_spec
 
@@ -297,7 +298,7 @@ def test_workers_share_one_pool_of_every_core(launch: Any, monkeypatch: pytest.M
     """The shared pipeline's pool is the server's core count (the driver's one count), and
     each request's kernels get one worker's share of it; the spec's or the environment's
     ``threads`` is the pool when set."""
-    from sglang_mm_core.driver import available_cores
+    from sglang_mm_core._threads import available_cores
 
     monkeypatch.delenv("SGLANG_MM_THREADS", raising=False)
     cores = available_cores()
@@ -368,7 +369,7 @@ def test_a_bug_is_500_with_its_traceback_logged(
     class Broken(ToyFamily):
         name = "broken"
 
-        def process_item(self, image: Any, *, threads: int = 1) -> Any:
+        def kernel(self, image: Any, plan: Any, *, codes: bool, threads: int) -> Any:
             raise RuntimeError("a bug in the plugin")
 
     reg = Registry()

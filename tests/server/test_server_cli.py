@@ -15,7 +15,7 @@ import pytest
 from core_helpers import toy_env
 from srv_helpers import FamilySetup
 
-from sglang_mm_core.cli import main
+from sglang_mm_core._cli import main
 
 
 def _spec_file(tmp_path: Path, doc: dict[str, object]) -> str:
@@ -79,7 +79,7 @@ def test_port_in_use_is_refused(fam: FamilySetup, tmp_path: Path) -> None:
             [
                 sys.executable,
                 "-m",
-                "sglang_mm_core.cli",
+                "sglang_mm_core._cli",
                 "serve",
                 "--spec",
                 spec,

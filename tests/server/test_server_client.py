@@ -12,7 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 from sglang_mm_core import FetchError
-from sglang_mm_core.client import Client, ServerError
+from sglang_mm_core.client import Client
+from sglang_mm_core.errors import ServerError
 
 
 def _read_request(conn: socket.socket) -> bytes:

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from srv_helpers import FamilySetup
 
-from sglang_mm_core.server import LaunchError, MmServer, partition_cores, pin_current_thread
+from sglang_mm_core.errors import LaunchError
+from sglang_mm_core.server import MmServer, partition_cores, pin_current_thread
 from sglang_mm_core.server import cores as cores_mod
 
 HAS_AFFINITY = hasattr(os, "sched_getaffinity") and hasattr(os, "sched_setaffinity")

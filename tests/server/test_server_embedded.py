@@ -11,8 +11,9 @@ import pytest
 import requests
 from srv_helpers import FamilySetup, data_url, wait_for
 
+from sglang_mm_core.errors import RidError
 from sglang_mm_core.plugin import MRope
-from sglang_mm_core.server import MmServer, RidError
+from sglang_mm_core.server import MmServer
 
 SHAPES = [["jpeg_64x48"], [], ["png_56x56", "webp_100x60"], ["jpeg_120x90"], ["jpeg_200x150"]]
 
@@ -202,7 +203,7 @@ def test_wait_ingress_releases_the_gil(launch: Any) -> None:
 def test_compact_parking_needs_a_family_that_offers_it(launch: Any) -> None:
     """The toy family has no compact form: asking to park it is refused at launch, naming the
     family, before anything is bound; a non-bool is refused too."""
-    from sglang_mm_core.server import LaunchError
+    from sglang_mm_core.errors import LaunchError
 
     with pytest.raises(LaunchError, match="family 'toy' does not offer the compact form"):
         launch(compact=True)

@@ -26,7 +26,8 @@ from srv_helpers import (
 )
 
 from sglang_mm_core.client import Client
-from sglang_mm_core.server import MmServer, RidError
+from sglang_mm_core.errors import RidError
+from sglang_mm_core.server import MmServer
 from sglang_mm_core.server.codec import decode_safetensors
 
 

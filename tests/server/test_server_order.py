@@ -20,7 +20,8 @@ import requests
 from srv_helpers import FamilySetup, data_url, wait_for
 from test_server_faults import raw_request
 
-from sglang_mm_core.server import LaunchError, MmServer
+from sglang_mm_core.errors import LaunchError
+from sglang_mm_core.server import MmServer
 
 GATE_WAIT_S = 30.0  # a gate nobody opens still lets its worker go eventually
 

@@ -1,16 +1,20 @@
-"""``spec_from_hf`` for Gemma 3: HF's ``preprocessor_config.json`` and ``config.json`` (plus,
-from a model directory, ``tokenizer.json`` for the ids of ``"\\n\\n"`` and of the pan-and-scan
-phrases) to a spec; what cannot be matched bit for bit is refused with the reason."""
+"""``spec_from_hf`` for Gemma 3: a model directory's ``preprocessor_config.json`` and
+``config.json`` (plus, when it has one, ``tokenizer.json`` for the ids of ``"\\n\\n"`` and of the
+pan-and-scan phrases) to a spec; what cannot be matched bit for bit is refused with the reason."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sglang_mm_core import plugin as mm
 
 from .params import DOUBLE_NEWLINE_TOKEN_ID, Gemma3Params
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 PROCESSORS = {"Gemma3ImageProcessor", "Gemma3ImageProcessorFast", "Gemma3ImageProcessorPil"}
 PAS_PHRASES = {
@@ -19,13 +23,14 @@ PAS_PHRASES = {
     "pan_and_scan_separator_ids": " ",
 }
 BILINEAR = 2
+TOKENIZER = "tokenizer.json"
 
 
-def _tokenizer_ids(model_dir: Path) -> dict[str, Any]:
-    """The "\\n\\n" id and the phrases' ids from the directory's ``tokenizer.json``."""
-    path = model_dir / "tokenizer.json"
-    if not path.is_file():
-        return {}
+def _tokenizer(files: mm.ModelDir) -> Tokenizer | None:
+    """The directory's ``tokenizer.json`` as a `tokenizers.Tokenizer` (None without one): from
+    the file itself when it is on disk, else from its parsed form."""
+    if TOKENIZER not in files:
+        return None
     try:
         from tokenizers import Tokenizer
     except ImportError as e:
@@ -33,7 +38,19 @@ def _tokenizer_ids(model_dir: Path) -> dict[str, Any]:
             "reading tokenizer.json needs the `tokenizers` package (pip install tokenizers), "
             "or pass double_newline_token_id and the pan-and-scan ids in the spec"
         ) from e
-    tok = Tokenizer.from_file(str(path))
+    try:
+        if files.root is not None and (files.root / TOKENIZER).is_file():
+            return Tokenizer.from_file(str(files.root / TOKENIZER))
+        return Tokenizer.from_str(json.dumps(files.require(TOKENIZER)))
+    except Exception as e:  # tokenizers raises a bare Exception on a malformed file
+        raise mm.SpecError(f"cannot load {TOKENIZER}: {e}") from e
+
+
+def _tokenizer_ids(files: mm.ModelDir) -> dict[str, Any]:
+    """The "\\n\\n" id and the phrases' ids from the directory's ``tokenizer.json``."""
+    tok = _tokenizer(files)
+    if tok is None:
+        return {}
     nl2 = tok.encode("\n\n", add_special_tokens=False).ids
     if len(nl2) != 1:
         raise mm.SpecError(f'tokenizer.json encodes "\\n\\n" as {nl2}, not one token')
@@ -49,20 +66,20 @@ def _get(cfg: Mapping[str, Any], key: str, default: Any) -> Any:
 
 
 def spec_from_hf(
-    preprocessor_config: Mapping[str, Any] | str | Path,
-    config: Mapping[str, Any] | None = None,
+    model: mm.ModelDir | str | Path | Mapping[str, Mapping[str, Any]],
     *,
     resample: str = "aten_u8",
     do_pan_and_scan: bool | None = None,
     token_ids: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A spec for a model directory, or its two parsed configs (then ``token_ids`` may carry
-    ``double_newline_token_id`` and the ``pan_and_scan_*_ids``). ``resample`` picks the HF
-    backend to match: ``aten_u8`` (the default torchvision class) or ``pil``."""
-    ids: dict[str, Any] = {}
-    if isinstance(preprocessor_config, (str, Path)):
-        ids = _tokenizer_ids(Path(preprocessor_config))
-    pre, cfg = mm.hf_configs(preprocessor_config, config)
+    """A ``gemma3`` spec for a Gemma 3 model directory. The ids of ``"\\n\\n"`` and of the
+    pan-and-scan phrases come from its ``tokenizer.json`` when it has one; ``token_ids`` (keys
+    ``double_newline_token_id`` and the ``pan_and_scan_*_ids``) overrides them. ``resample``
+    picks the HF backend to match: ``aten_u8`` (the default torchvision class) or ``pil``;
+    ``do_pan_and_scan`` overrides the preprocessor's setting."""
+    files = mm.ModelDir.of(model)
+    pre, cfg = files.preprocessor_config, files.config
+    ids = _tokenizer_ids(files)
     ids.update(token_ids or {})
     kind = pre.get("image_processor_type")
     if kind not in PROCESSORS:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sglang_mm_core import plugin as mm
 
 from .family import Gemma3Family
 
 
 @mm.hookimpl
-def sglang_mm_families() -> list[type[mm.Family]]:
+def sglang_mm_families() -> list[type[mm.Family[Any]]]:
     """The families this plugin offers."""
     return [Gemma3Family]

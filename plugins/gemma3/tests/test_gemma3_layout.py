@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from _gemma3_refs import ids, noise, processor
 from PIL import Image
-from sglang_mm_gemma3 import Gemma3Family, Gemma3Params, token_type_ids
+from sglang_mm_gemma3 import Gemma3Params, token_type_ids
 
 import sglang_mm_core as mm
 
@@ -76,11 +76,18 @@ def test_params_are_checked_when_the_spec_loads() -> None:
         mm.pipeline_from_spec({"family": "gemma3", "params": {"eoi_token_id": 255999}})
 
 
-def test_tokens_for_dimensions_agrees_with_the_pipeline() -> None:
-    fam = Gemma3Family(Gemma3Params(do_pan_and_scan=True, **PAS_PHRASES))  # type: ignore[arg-type]
-    for w, h in [(700, 500), (2000, 300), (300, 300), (1, 1), (601, 500), (599, 500)]:
-        item = fam.process_item(np.zeros((h, w, 3), np.uint8))
-        assert fam.tokens_for(item.geometry) == fam.tokens_for_dimensions(w, h)
-        pattern = fam.layout(np.array([255999]), [item.geometry]).segments[0]
-        assert isinstance(pattern, mm.Media) and isinstance(pattern.pattern, mm.Explicit)
-        assert len(pattern.pattern.ids) == fam.prompt_tokens_for_dimensions(w, h)
+def test_counts_from_headers_agree_with_the_pipeline() -> None:
+    """`count_tokens` reads only the headers (through the plan of each size); `process`
+    decodes: the prompt length and each item's span agree, crops or not."""
+    params: dict[str, object] = {"do_pan_and_scan": True, **PAS_PHRASES}
+    sizes = [(700, 500), (2000, 300), (300, 300), (1, 1), (601, 500), (599, 500)]
+    images = [_png(noise(w, h, k)) for k, (w, h) in enumerate(sizes)]
+    prompt = [2, *[tok for _ in sizes for tok in (255999, 1000)]]
+    with mm.pipeline_from_spec({"family": "gemma3", "params": params}) as pipe:
+        req = mm.MmInput(input_ids=prompt, images=images)
+        count = pipe.count_tokens(req)
+        out = pipe.process(req)
+    assert count.length == len(out.input_ids)
+    assert count.per_item == [e - s + 1 for s, e in out.offsets]
+    crops = [int(it.aux["num_crops"].array[0]) for it in out.items]
+    assert crops == [2, 4, 0, 0, 2, 0]

@@ -12,6 +12,7 @@ from _gemma3_refs import ids, tokenizer
 from sglang_mm_gemma3 import Gemma3Family
 
 import sglang_mm_core as mm
+from sglang_mm_core.plugin import ModelDir
 
 PRE: dict[str, Any] = {
     "image_processor_type": "Gemma3ImageProcessor",
@@ -39,6 +40,11 @@ CONFIG = {
 }
 
 
+def _files(**changes: Any) -> dict[str, dict[str, Any]]:
+    """A model directory as its parsed files (no tokenizer), ``PRE`` changed by ``changes``."""
+    return {"preprocessor_config.json": {**PRE, **changes}, "config.json": CONFIG}
+
+
 def _model_dir(root: Path) -> Path:
     (root / "preprocessor_config.json").write_text(json.dumps(PRE))
     (root / "config.json").write_text(json.dumps(CONFIG))
@@ -61,8 +67,33 @@ def test_model_dir_gives_the_it_spec_with_tokenizer_ids(tmp_path: Path) -> None:
 def test_the_bundled_example_is_what_spec_from_hf_gives() -> None:
     example = Path(__file__).parents[3] / "examples" / "gemma3" / "spec.json"
     want = json.loads(example.read_text())["params"]
-    got = Gemma3Family.spec_from_hf(PRE, CONFIG, resample="pil")["params"]
+    got = Gemma3Family.spec_from_hf(_files(), resample="pil")["params"]
     assert {k: got[k] for k in want} == want
+
+
+def test_parsed_files_read_the_tokenizer_as_the_directory_does(tmp_path: Path) -> None:
+    # A tokenizer.json handed over parsed (no file on disk) gives the ids the file gives.
+    root = _model_dir(tmp_path)
+    files = {name: json.loads((root / name).read_text()) for name in _files()}
+    files["tokenizer.json"] = json.loads((root / "tokenizer.json").read_text())
+    parsed = Gemma3Family.spec_from_hf(files, do_pan_and_scan=True)
+    assert parsed == Gemma3Family.spec_from_hf(ModelDir.load(root), do_pan_and_scan=True)
+    assert parsed["params"]["pan_and_scan_infix_ids"] == ids(
+        " and here are some crops to help you see better "
+    )
+
+
+def test_token_ids_override_and_fill_in_without_a_tokenizer() -> None:
+    # Without tokenizer.json "\n\n" is Gemma's 108 and pan and scan needs the phrase ids given.
+    assert Gemma3Family.spec_from_hf(_files())["params"]["double_newline_token_id"] == 108
+    given = {
+        "double_newline_token_id": 5,
+        "pan_and_scan_prefix_ids": [6],
+        "pan_and_scan_infix_ids": [7],
+    }
+    p = Gemma3Family.spec_from_hf(_files(), do_pan_and_scan=True, token_ids=given)["params"]
+    assert (p["double_newline_token_id"], p["pan_and_scan_prefix_ids"]) == (5, [6])
+    assert "pan_and_scan_separator_ids" not in p
 
 
 @pytest.mark.parametrize(
@@ -77,17 +108,17 @@ def test_the_bundled_example_is_what_spec_from_hf_gives() -> None:
 )
 def test_what_cannot_be_matched_is_refused(change: dict[str, Any], words: str) -> None:
     with pytest.raises(mm.SpecError, match=words):
-        Gemma3Family.spec_from_hf({**PRE, **change}, CONFIG)
+        Gemma3Family.spec_from_hf(_files(**change))
 
 
 def test_the_cli_reads_the_tokenizer_of_the_directory(tmp_path: Path) -> None:
-    # `sglang-mm spec-from-hf DIR` asks spec_from_model_dir, which hands the directory over:
-    # the tokenizer's ids reach the spec, as from the Python call.
+    # `sglang-mm spec-from-hf DIR` hands spec_from_hf the directory (a ModelDir): the
+    # tokenizer's ids reach the spec, as from the Python call.
     import subprocess
     import sys
 
     out = subprocess.run(
-        [sys.executable, "-m", "sglang_mm_core.cli", "spec-from-hf", str(_model_dir(tmp_path))],
+        [sys.executable, "-m", "sglang_mm_core", "spec-from-hf", str(_model_dir(tmp_path))],
         capture_output=True,
         text=True,
         check=True,

@@ -5,8 +5,11 @@ the batch forms run their images in parallel and return them in input order. ``(
 their results is the size the patches were cut from, i.e. after the rescale (the family's
 ``Geometry``); ``bits`` is the flat single-frame ``[num_patches * ps * ps * 3]`` bfloat16 bit
 array. ``threads`` (keyword-only, an addition) sets the pool: default the core's pool size
-(`sglang_mm_core.driver.resolve_threads`: ``$SGLANG_MM_THREADS``, else ``min(8, cores)``); 0 or 1
-runs inline."""
+(`sglang_mm_core.plugin.resolve_threads`: ``$SGLANG_MM_THREADS``, else ``min(8, cores)``); 0 or
+1 runs inline.
+
+`InklingFamily` is the spec family ``inkling``: a composition of the core's kernels (the
+functions above run the same table and patch writer in this package's Rust extension)."""
 
 from __future__ import annotations
 

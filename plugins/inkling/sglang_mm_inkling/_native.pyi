@@ -1,4 +1,4 @@
-"""Stub of the Rust extension ``sglang_mm_inkling._native``."""
+"""Stub of the Rust extension ``sglang_mm_inkling._native``: the original module's API."""
 
 from collections.abc import Iterable
 
@@ -10,20 +10,6 @@ _Bits = npt.NDArray[np.uint16]
 
 __version__: str
 
-def process_rgb(
-    arr: npt.NDArray[np.uint8],
-    patch_size: int,
-    rescale_frac: float | None = None,
-    rescale_cap: int | None = None,
-    threads: int = 1,
-) -> tuple[int, int, int, int, _Bits]: ...
-def process_rgb_compact(
-    arr: npt.NDArray[np.uint8],
-    patch_size: int,
-    rescale_frac: float | None = None,
-    rescale_cap: int | None = None,
-    threads: int = 1,
-) -> tuple[int, int, int, int, npt.NDArray[np.uint8]]: ...
 def rescale_patchify_hash(
     arr: npt.NDArray[np.uint8],
     raw_bytes: _Data,
@@ -58,7 +44,3 @@ def preprocess_images(
     *,
     threads: int,
 ) -> list[tuple[int, int, _Bits, int]]: ...
-def scaled_size(
-    width: int, height: int, rescale_frac: float | None = None, rescale_cap: int | None = None
-) -> tuple[int, int]: ...
-def bf16_tables() -> npt.NDArray[np.uint16]: ...

@@ -1,8 +1,8 @@
 """The original ``inkling`` module's functions, with the core's thread decision.
 
 The kernels never read the environment: a call that leaves ``threads`` out gets the pool size
-of `sglang_mm_core.driver.resolve_threads` (``$SGLANG_MM_THREADS``, else ``min(8, cores)``), the
-same number a pipeline would use, and passes it down."""
+of `sglang_mm_core.plugin.resolve_threads` (``$SGLANG_MM_THREADS``, else ``min(8, cores)``),
+the same number a pipeline would use, and passes it down."""
 
 from __future__ import annotations
 

@@ -1,43 +1,46 @@
 """The Inkling family: one token per ``patch_size`` square patch of the (rescaled) image, each
-patch normalised to bfloat16 with the CLIP constants. The pixels are the Rust kernel's job;
-this class only shapes its output and describes the prompt."""
+patch normalised to bfloat16 with the CLIP constants. A composition of the core's kernels:
+Pillow's Lanczos to the rescaled size, a float32 table rounded to bfloat16 (padding from the
+sample ``-1``), padded channels-last patches. Only the rescale rule and the grid are Inkling's."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Sequence
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-import numpy.typing as npt
 
+from sglang_mm_core.common import scaled_dims
 from sglang_mm_core.plugin import (
-    CompactTensor,
+    CLIP_MEAN,
+    CLIP_STD,
+    DEFAULT_MAX_PIXELS,
     DecodeDefaults,
     Family,
-    FamilyParams,
+    Features,
     Geometry,
+    HwcPatches,
     KernelArgumentError,
-    ProcessedItem,
+    LimitError,
+    ModelDir,
+    Part,
+    Plan,
+    Repeat,
+    SpecError,
+    Table,
     Tensor,
-    TokenLayout,
-    as_rgb,
-    layout_by_placeholder,
 )
 
-from . import _native
 from .hf import spec_from_hf
 from .params import InklingParams
 
-
-@functools.cache
-def _tables() -> tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint16]]:
-    """The kernel's bf16 tables ``[3, 256]`` and pad values ``[3]``, read once."""
-    t = _native.bf16_tables()
-    luts, pad = np.ascontiguousarray(t[:, :256]), np.ascontiguousarray(t[:, 256])
-    luts.setflags(write=False)
-    pad.setflags(write=False)
-    return luts, pad
+#: Most pixels a rescaled image may have (Pillow's bomb threshold, as for a decoded image),
+#: so a huge ``rescale_image_frac`` is refused before anything is resized.
+MAX_RESCALED_PIXELS = DEFAULT_MAX_PIXELS
+#: Most padded grid pixels (``nph * ps * npw * ps``): twice that threshold, so the largest
+#: decodable image fits while a giant ``patch_size`` is refused before anything is allocated.
+MAX_GRID_PIXELS = 2 * DEFAULT_MAX_PIXELS
 
 
 def patch_grid(height: int, width: int, patch_size: int) -> tuple[int, int]:
@@ -46,105 +49,71 @@ def patch_grid(height: int, width: int, patch_size: int) -> tuple[int, int]:
     return -(-height // patch_size), width // patch_size + 1
 
 
-class InklingFamily(Family):
+class InklingFamily(Family[InklingParams]):
     """Spec name ``inkling``; see docs/families/inkling.md."""
 
     name: ClassVar[str] = "inkling"
-    Params: ClassVar[type[FamilyParams]] = InklingParams
-    capabilities: ClassVar[frozenset[str]] = frozenset({"image"})
     # The reference opens the bytes with Pillow and calls .convert("RGB"): no EXIF transpose.
     decode_defaults: ClassVar[DecodeDefaults] = DecodeDefaults(alpha="drop", exif_orientation=False)
-    # Every sample is a bf16 table of a uint8 pixel, or the constant pad value.
-    offers_compact: ClassVar[bool] = True
 
-    params: InklingParams
-
-    def process_item(self, image: npt.NDArray[np.uint8], *, threads: int = 1) -> ProcessedItem:
-        """Rescale, cut and normalise one RGB image in Rust with the GIL released.
-
-        The feature is ``[num_patches, temporal_patch_size, ps, ps, 3]`` bfloat16 bits. Its
-        frames are one buffer broadcast along axis 1 (stride 0), so the view is read-only:
-        copy it (``np.array(...)``) before writing to it."""
+    def scaled_size(self, width: int, height: int) -> tuple[int, int]:
+        """``(w, h)`` the patches are cut from: the rescale rule (unchanged without one)."""
         p = self.params
-        arr = as_rgb(image)
-        h, w, nph, npw, bits = _native.process_rgb(
-            arr,
-            p.patch_size,
-            p.rescale_image_frac,
-            p.rescale_image_max_upscaled_long_edge,
-            max(1, threads),
-        )
-        n = nph * npw
-        ps = p.patch_size
-        one = bits.reshape(n, 1, ps, ps, 3)
-        frames = np.broadcast_to(one, (n, p.temporal_patch_size, ps, ps, 3))
-        return ProcessedItem(
-            feature=Tensor(frames, "bfloat16"),
-            aux={"num_patches": Tensor(np.array([n], dtype=np.int64), "int64")},
-            geometry=Geometry(h, w, (nph, npw)),
+        if p.rescale_image_frac is None:
+            return width, height
+        return scaled_dims(
+            width, height, p.rescale_image_frac, p.rescale_image_max_upscaled_long_edge
         )
 
-    def process_item_compact(
-        self, image: npt.NDArray[np.uint8], *, threads: int = 1
-    ) -> ProcessedItem:
-        """`process_item` with the feature as codes ``[nph, npw, 1, ps, ps, 3]`` (one frame),
-        the bf16 tables and the pad value outside the ``h x w`` image, from the kernel."""
-        p = self.params
-        h, w, nph, npw, codes = _native.process_rgb_compact(
-            as_rgb(image),
-            p.patch_size,
-            p.rescale_image_frac,
-            p.rescale_image_max_upscaled_long_edge,
-            max(1, threads),
-        )
-        ps, n = p.patch_size, nph * npw
-        luts, pad = _tables()
-        feature = CompactTensor(
-            codes=codes.reshape(nph, npw, 1, ps, ps, 3),
-            luts=luts,
-            dtype="bfloat16",
-            shape=(n, p.temporal_patch_size, ps, ps, 3),
-            channel_axis=5,
-            repeat_axis=2,
-            repeats=p.temporal_patch_size,
-            pad=pad,
-            pad_rules=((0, 3, h), (1, 4, w)),
-        )
-        return ProcessedItem(
-            feature=feature,
-            aux={"num_patches": Tensor(np.array([n], dtype=np.int64), "int64")},
-            geometry=Geometry(h, w, (nph, npw)),
-        )
-
-    def layout(
-        self, input_ids: npt.NDArray[np.int64], geometries: Sequence[Geometry]
-    ) -> TokenLayout:
-        """Each ``image_token_id`` is one image, expanded to its patch count."""
-        counts = [self.tokens_for(g) for g in geometries]
-        return layout_by_placeholder(input_ids, self.params.image_token_id, counts)
-
-    def tokens_for(self, geometry: Geometry) -> int:
-        nph, npw = geometry.grid
-        return nph * npw
-
-    def tokens_for_dimensions(self, width: int, height: int) -> int:
-        """Patches of an upright ``width x height`` image, from the rescale rule alone."""
+    def plan(self, width: int, height: int) -> Plan:
+        """The rescaled size, cut into a grid one column wider than the image, one token per
+        patch; the part pads the image to the grid with the table's pad value."""
         if width <= 0 or height <= 0:
             raise KernelArgumentError(f"image size must be positive, got {width}x{height}")
         p = self.params
-        w, h = _native.scaled_size(
-            width, height, p.rescale_image_frac, p.rescale_image_max_upscaled_long_edge
+        w, h = self.scaled_size(width, height)
+        if (w, h) != (width, height) and w * h > MAX_RESCALED_PIXELS:
+            raise LimitError(
+                f"rescaling {width}x{height} by {p.rescale_image_frac!r} gives {w}x{h}, over "
+                f"the limit of {MAX_RESCALED_PIXELS} pixels"
+            )
+        ps = p.patch_size
+        nph, npw = patch_grid(h, w, ps)
+        if nph * npw * ps * ps > MAX_GRID_PIXELS:
+            raise LimitError(
+                f"a {nph}x{npw} grid of {ps}x{ps} patches exceeds the limit of "
+                f"{MAX_GRID_PIXELS} output pixels"
+            )
+        return Plan(
+            tokens=Repeat(p.image_token_id, nph * npw),
+            geometry=Geometry(h, w, (nph, npw)),
+            parts=(Part((w, h), pad_to=(npw * ps, nph * ps)),),
         )
-        nph, npw = patch_grid(h, w, p.patch_size)
-        return nph * npw
+
+    def features(self) -> Features:
+        """``[num_patches, temporal_patch_size, ps, ps, 3]`` bfloat16 bits; more than one frame
+        is one read-only broadcast view (copy it, ``np.array(...)``, before writing to it)."""
+        p = self.params
+        table = Table(CLIP_MEAN, CLIP_STD, arithmetic="float32", dtype="bfloat16", pad_sample=-1)
+        return Features(
+            table, HwcPatches(p.patch_size, p.temporal_patch_size), resample="pil_lanczos"
+        )
+
+    def aux(self, plan: Plan) -> Mapping[str, Tensor]:
+        return {"num_patches": Tensor(np.array([plan.content], dtype=np.int64), "int64")}
 
     @classmethod
     def spec_from_hf(
-        cls, preprocessor_config: dict[str, Any], config: dict[str, Any]
+        cls, model: ModelDir | str | Path | Mapping[str, Mapping[str, Any]], **options: Any
     ) -> dict[str, Any]:
-        """A spec for an Inkling checkpoint; keys accepted are listed in
-        docs/families/inkling.md, anything else that could change the pixels is refused."""
-        return spec_from_hf(preprocessor_config, config)
+        """A spec for an Inkling checkpoint's directory; keys accepted are listed in
+        docs/families/inkling.md, anything else that could change the pixels is refused.
+        Inkling has a single backend, so there are no options."""
+        if options:
+            raise SpecError(
+                f"the inkling family's spec_from_hf takes no options, got {sorted(options)}"
+            )
+        return spec_from_hf(model)
 
 
-__all__ = ["InklingFamily", "patch_grid"]
+__all__ = ["MAX_GRID_PIXELS", "MAX_RESCALED_PIXELS", "InklingFamily", "patch_grid"]

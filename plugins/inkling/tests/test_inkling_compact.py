@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from sglang_mm_core import CompactTensor, MmInput, load_output, pipeline_from_spec
-from sglang_mm_core.outputs import encode_safetensors
+from sglang_mm_core import CompactTensor, MmInput, load_output, pipeline_from_spec, save_output
 
 TOK = 200054
 
@@ -34,23 +34,27 @@ def _check(compact_out, full_out) -> None:
 @pytest.mark.parametrize(
     "params", [{}, {"rescale_image_frac": 0.5}, {"patch_size": 14, "temporal_patch_size": 1}]
 )
-def test_compact_pipeline_and_safetensors(params):
+def test_compact_pipeline_and_safetensors(params, tmp_path: Path):
     images = [_jpeg(90, 61, 1), _jpeg(41, 7, 2)]
     req = MmInput([5, TOK, 6, TOK, 7], images)
     with pipeline_from_spec({"family": "inkling", "params": params, "threads": 2}) as pipe:
         full = pipe.process(req)
         compact = pipe.process(req, compact=True)
     _check(compact, full)
-    back = load_output(b"".join(bytes(c) for c in encode_safetensors(compact)))
+    save_output(compact, tmp_path / "compact.safetensors")
+    back = load_output(tmp_path / "compact.safetensors")
     _check(back, full)
 
 
-def test_inkling_1080p_answer_is_at_most_two_sevenths():
+def test_inkling_1080p_answer_is_at_most_two_sevenths(tmp_path: Path):
     req = MmInput([5, TOK, 6], [_jpeg(1920, 1080, 3)])
     with pipeline_from_spec({"family": "inkling", "threads": 1}) as pipe:
         full = pipe.process(req)
         compact = pipe.process(req, compact=True)
     _check(compact, full)
-    full_bytes = sum(len(c) for c in encode_safetensors(full))
-    compact_bytes = sum(len(c) for c in encode_safetensors(compact))
+    sizes = []
+    for name, out in (("full", full), ("compact", compact)):
+        save_output(out, tmp_path / f"{name}.safetensors")
+        sizes.append((tmp_path / f"{name}.safetensors").stat().st_size)
+    full_bytes, compact_bytes = sizes
     assert compact_bytes * 3.5 <= full_bytes, (compact_bytes, full_bytes)

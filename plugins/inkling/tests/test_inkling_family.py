@@ -1,5 +1,5 @@
-"""The family contract: params and their rules, the feature's shape and memory, layout, token
-counts, the HF config mapping and the plugin entry point."""
+"""The family contract: params and their rules, the plan (token counts, geometry, the padded
+part) and the feature it gives, layout, the HF config mapping and the plugin entry point."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from inkling_reference import scaled_size
 from pydantic import ValidationError
 from sglang_mm_inkling import InklingFamily, InklingParams
 
-from sglang_mm_core.errors import LayoutError, SpecError
-from sglang_mm_core.plugin import Geometry, Rope1D, apply_layout
+from sglang_mm_core import Registry, pipeline_from_spec
+from sglang_mm_core.errors import KernelArgumentError, LayoutError, SpecError
+from sglang_mm_core.plugin import Geometry, Part, Repeat, Rope1D
 
 CAP = "rescale_image_max_upscaled_long_edge"
 
@@ -90,7 +91,7 @@ def test_feature_is_a_read_only_broadcast_of_one_frame() -> None:
     assert np.shares_memory(feat.array[:, 0], feat.array[:, 2])
     assert item.aux["num_patches"].dtype == "int64"
     assert item.aux["num_patches"].array.tolist() == [nph * npw]
-    assert fam.tokens_for(item.geometry) == nph * npw
+    assert item.plan.length == nph * npw
     # Non-contiguous input is accepted (copied) and gives the same bits.
     wide = np.zeros((50, 140, 3), dtype=np.uint8)
     wide[:, ::2] = arr
@@ -100,38 +101,58 @@ def test_feature_is_a_read_only_broadcast_of_one_frame() -> None:
 
 @pytest.mark.parametrize("frac,cap", [(2.0, 2048), (None, None), (0.3, None), (4.0, 300)])
 @pytest.mark.parametrize("w,h", [(1, 1), (1920, 1080), (640, 480), (41, 3000), (2049, 2049)])
-def test_tokens_for_dimensions(w: int, h: int, frac: float | None, cap: int | None) -> None:
+def test_plan_from_the_size_alone(w: int, h: int, frac: float | None, cap: int | None) -> None:
     fam = InklingFamily(
         InklingParams(patch_size=28, rescale_image_frac=frac, **{CAP: cap})  # type: ignore[arg-type]
     )
     sw, sh = scaled_size(w, h, frac, cap)
-    assert fam.tokens_for_dimensions(w, h) == math.ceil(sh / 28) * (sw // 28 + 1)
+    nph, npw = math.ceil(sh / 28), sw // 28 + 1
+    plan = fam.plan(w, h)
+    assert plan.tokens == Repeat(200054, nph * npw)
+    assert plan.length == plan.content == nph * npw
+    assert plan.geometry == Geometry(sh, sw, (nph, npw))
+    assert plan.parts == (Part((sw, sh), pad_to=(npw * 28, nph * 28)),)
 
 
-def test_tokens_for_dimensions_agrees_with_process_item() -> None:
+def test_plan_agrees_with_the_feature() -> None:
     fam = InklingFamily(InklingParams(rescale_image_frac=None))
     for w, h in [(1, 1), (40, 40), (79, 81), (333, 12)]:
         item = fam.process_item(np.zeros((h, w, 3), dtype=np.uint8))
-        assert fam.tokens_for(item.geometry) == fam.tokens_for_dimensions(w, h)
+        assert item.feature.shape[0] == fam.plan(w, h).length
+        assert item.geometry == fam.plan(w, h).geometry
+
+
+@pytest.mark.parametrize("w,h", [(0, 5), (5, 0), (-1, 3)])
+def test_plan_refuses_empty_sizes(w: int, h: int) -> None:
+    with pytest.raises(KernelArgumentError, match=f"image size must be positive, got {w}x{h}"):
+        InklingFamily().plan(w, h)
 
 
 def test_layout_repeats_the_placeholder_per_patch() -> None:
-    fam = InklingFamily(InklingParams(image_token_id=9))
+    fam = InklingFamily(InklingParams(image_token_id=9, rescale_image_frac=None))
     ids = np.array([1, 9, 2, 3, 9, 4], dtype=np.int64)
-    geoms = [Geometry(40, 40, (1, 2)), Geometry(80, 120, (2, 4))]
-    layout = fam.layout(ids, geoms)
-    out = apply_layout(ids, layout, 2)
+    plans = [fam.plan(40, 40), fam.plan(120, 80)]
+    assert [p.geometry for p in plans] == [Geometry(40, 40, (1, 2)), Geometry(80, 120, (2, 4))]
+    out = fam.expand(ids, plans)
     assert out.input_ids.tolist() == [1, 9, 9, 2, 3, *[9] * 8, 4]
     assert out.offsets == [(1, 2), (5, 12)]
+    geoms = [p.geometry for p in plans]
     assert fam.positions(len(out.input_ids), out.offsets, geoms, out.input_ids) == Rope1D(14)
 
 
 def test_placeholder_count_mismatch_names_both_counts() -> None:
     fam = InklingFamily(InklingParams(image_token_id=9))
+    one = fam.plan(1, 1)
     with pytest.raises(LayoutError, match=r"2 media placeholder\(s\) but 3 media item"):
-        fam.layout(np.array([9, 1, 9]), [Geometry(1, 1, (1, 1))] * 3)
+        fam.expand(np.array([9, 1, 9]), [one] * 3)
     with pytest.raises(LayoutError, match=r"0 media placeholder\(s\) but 1 media item"):
-        fam.layout(np.array([1, 2]), [Geometry(1, 1, (1, 1))])
+        fam.expand(np.array([1, 2]), [one])
+    registry = Registry()
+    registry.register_family(InklingFamily)
+    spec = {"family": "inkling", "params": {"image_token_id": 9}}
+    with pipeline_from_spec(spec, registry=registry) as pipe:
+        with pytest.raises(LayoutError, match=r"2 media placeholder\(s\) but 3 media item"):
+            pipe.check_prompt([9, 1, 9], 3)
 
 
 PRE = {
@@ -148,8 +169,13 @@ PRE = {
 }
 
 
+def _model(pre: dict, config: dict) -> dict[str, dict]:
+    """A model directory's parsed files, as `spec_from_hf` takes them."""
+    return {"preprocessor_config.json": pre, "config.json": config}
+
+
 def test_spec_from_hf_maps_the_configs() -> None:
-    spec = InklingFamily.spec_from_hf(PRE, {"image_token_id": 151655, "hidden_size": 4096})
+    spec = InklingFamily.spec_from_hf(_model(PRE, {"image_token_id": 151655, "hidden_size": 4096}))
     assert spec == {
         "family": "inkling",
         "params": {
@@ -160,8 +186,13 @@ def test_spec_from_hf_maps_the_configs() -> None:
             "temporal_patch_size": 2,
         },
     }
-    minimal = InklingFamily.spec_from_hf({}, {"image_token_index": 5})
+    minimal = InklingFamily.spec_from_hf(_model({}, {"image_token_index": 5}))
     assert minimal["params"] == InklingParams(image_token_id=5).model_dump()
+    # Keys that only name or route the processor never change a pixel.
+    inert = {**PRE, "processor_class": "InklingProcessor", "return_tensors": "pt"}
+    assert InklingFamily.spec_from_hf(_model(inert, {"image_token_id": 151655})) == spec
+    lanczos = {**PRE, "resample": "lanczos", "rescale_factor": 0.003921569}
+    assert InklingFamily.spec_from_hf(_model(lanczos, {"image_token_id": 151655})) == spec
 
 
 @pytest.mark.parametrize(
@@ -181,26 +212,23 @@ def test_spec_from_hf_maps_the_configs() -> None:
 )
 def test_spec_from_hf_refuses_what_it_cannot_match(pre: dict, config: dict, needle: str) -> None:
     with pytest.raises(SpecError, match=needle):
-        InklingFamily.spec_from_hf(pre, config)
+        InklingFamily.spec_from_hf(_model(pre, config))
+
+
+def test_spec_from_hf_takes_no_options() -> None:
+    with pytest.raises(SpecError, match=r"takes no options, got \['resample'\]"):
+        InklingFamily.spec_from_hf(_model(PRE, {"image_token_id": 1}), resample="pil")
 
 
 def test_spec_from_hf_reads_a_model_directory(tmp_path) -> None:
     (tmp_path / "preprocessor_config.json").write_text(json.dumps(PRE))
     (tmp_path / "config.json").write_text(json.dumps({"image_token_id": 151655}))
-    want = InklingFamily.spec_from_hf(PRE, {"image_token_id": 151655})
+    want = InklingFamily.spec_from_hf(_model(PRE, {"image_token_id": 151655}))
     assert sglang_mm_inkling.spec_from_hf(tmp_path) == want
+    assert InklingFamily.spec_from_hf(str(tmp_path)) == want
     with pytest.raises(SpecError, match=r"config\.json not found"):
         (tmp_path / "config.json").unlink()
         sglang_mm_inkling.spec_from_hf(tmp_path)
-
-
-def test_spec_from_hf_configs_is_a_deprecated_alias() -> None:
-    from sglang_mm_inkling import hf
-
-    with pytest.warns(DeprecationWarning, match=r"hf\.spec_from_hf_configs is deprecated"):
-        old = hf.spec_from_hf_configs
-    assert old is sglang_mm_inkling.spec_from_hf
-    assert old({}, {"image_token_index": 5})["params"]["image_token_id"] == 5
 
 
 def test_entry_point_offers_the_family() -> None:
@@ -208,8 +236,6 @@ def test_entry_point_offers_the_family() -> None:
     (ep,) = [e for e in eps if e.name == "inkling"]
     module = ep.load()
     assert list(module.sglang_mm_families()) == [InklingFamily]
-    from sglang_mm_core.registry import Registry
-
     reg = Registry()
     reg.load_entry_points()
     assert reg.get("inkling") is InklingFamily

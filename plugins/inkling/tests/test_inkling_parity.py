@@ -54,7 +54,7 @@ def _check_item(arr: np.ndarray, ps: int, frac: float | None, cap: int | None) -
     assert_array_equal(feat[:, 0].reshape(-1), want)
     assert_array_equal(feat[:, 1].reshape(-1), want)
     assert item.aux["num_patches"].array.tolist() == [nph * npw]
-    compact = _family(ps, frac, cap).process_item_compact(arr)
+    compact = _family(ps, frac, cap).process_item(arr, compact=True)
     full = compact.feature.expand()
     assert full.dtype == "bfloat16" and full.shape == item.feature.shape
     assert_array_equal(full.array[:, 0].reshape(-1), want)

@@ -15,7 +15,6 @@ from numpy.testing import assert_array_equal
 from sglang_mm_core import MmInput, pipeline_from_spec
 from sglang_mm_core.errors import DecodeError, LayoutError, SpecError
 from sglang_mm_core.plugin import Rope1D
-from sglang_mm_core.requests_io import read_requests
 
 TOK = 200054
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "inkling"
@@ -82,7 +81,9 @@ def test_request_errors(photo_jpegs: dict) -> None:
 
 def test_bundled_example_runs() -> None:
     spec = json.loads((EXAMPLES / "spec.json").read_text())
-    (req,) = read_requests(EXAMPLES / "request.json")
+    doc = json.loads((EXAMPLES / "request.json").read_text())
+    images = [str(EXAMPLES / name) for name in doc["images"]]
+    req = MmInput(doc["input_ids"], images, rid=doc.get("rid"))
     with pipeline_from_spec(spec) as pipe:
         out = pipe.process(req)
         count = pipe.count_tokens(req)

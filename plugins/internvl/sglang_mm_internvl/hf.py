@@ -1,6 +1,6 @@
-"""`spec_from_hf`: an `internvl` spec from a HuggingFace InternVL model (``-hf`` checkpoints):
-``preprocessor_config.json`` and ``config.json``, plus, given a model directory,
-``processor_config.json`` (``image_seq_length``) and ``tokenizer_config.json`` (the ``<img>``
+"""`spec_from_hf`: an `internvl` spec from a HuggingFace InternVL model directory (``-hf``
+checkpoints): ``preprocessor_config.json`` and ``config.json``, plus, when the directory holds
+them, ``processor_config.json`` (``image_seq_length``) and the tokenizer files (the ``<img>``
 and ``</img>`` ids). Every setting the GotOcr2 image processor reads is mapped exactly or
 refused with a `SpecError` naming it; nothing is approximated."""
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sglang_mm_core.plugin import SpecError, check_hf_settings, hf_configs, read_json_object
+from sglang_mm_core.plugin import ModelDir, SpecError, check_hf_settings
 
 from .params import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD, InternVLParams
 
@@ -23,6 +23,14 @@ PROCESSOR_TYPES = ("GotOcr2ImageProcessor", "GotOcr2ImageProcessorFast", "GotOcr
 #: ``<IMG_CONTEXT>`` id -> the ``<img>``, ``</img>`` ids of the shipped tokenizers (InternVL 3 on
 #: Qwen2.5's vocabulary, InternVL 3.5 on Qwen3's), used when no tokenizer file is at hand.
 KNOWN_MARKERS: dict[int, tuple[int, int]] = {151667: (151665, 151666), 151671: (151669, 151670)}
+#: The files whose added tokens `ModelDir.added_tokens` reads.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+#: ``InternVLProcessor``'s token attributes and the names the shipped tokenizers give them.
+TOKEN_NAMES = {
+    "context_image_token": "<IMG_CONTEXT>",
+    "start_image_token": "<img>",
+    "end_image_token": "</img>",
+}
 
 _REQUIRED: dict[str, Any] = {
     "do_resize": True,
@@ -114,46 +122,47 @@ def _seq_length(config: Mapping[str, Any], tile: int) -> int:
     return int(tokens)
 
 
-def _marker_ids(image_token_id: int, tokenizer_config: Mapping[str, Any] | None) -> tuple[int, int]:
-    """The ``<img>`` and ``</img>`` ids: from tokenizer_config.json's added tokens when given,
-    else from the shipped tokenizers' table."""
-    if tokenizer_config is not None:
-        decoder = tokenizer_config.get("added_tokens_decoder") or {}
-        by_text = {v.get("content"): int(k) for k, v in decoder.items() if isinstance(v, dict)}
-        if "<img>" in by_text and "</img>" in by_text:
-            ctx = by_text.get("<IMG_CONTEXT>")
-            if ctx is not None and ctx != image_token_id:
-                raise SpecError(
-                    f"tokenizer_config.json has <IMG_CONTEXT> = {ctx}, config.json "
-                    f"image_token_id = {image_token_id}"
-                )
-            return by_text["<img>"], by_text["</img>"]
-    known = KNOWN_MARKERS.get(image_token_id)
-    if known is None:
+def _marker_ids(image_token_id: int, files: ModelDir) -> tuple[int, int]:
+    """The ``<img>`` and ``</img>`` ids: from the tokenizer files' added tokens (under the
+    names ``tokenizer_config.json``'s ``extra_special_tokens`` gives them, as
+    ``InternVLProcessor`` reads them), else, for a directory with no tokenizer file, from the
+    shipped tokenizers' table."""
+    if not any(name in files for name in TOKENIZER_FILES):
+        known = KNOWN_MARKERS.get(image_token_id)
+        if known is None:
+            raise SpecError(
+                f"image_token_id {image_token_id} is not a shipped InternVL tokenizer's and the "
+                "model has no tokenizer file (tokenizer.json or tokenizer_config.json) naming "
+                "<img> and </img>"
+            )
+        return known
+    tokens = files.added_tokens()
+    extra = (files.get("tokenizer_config.json") or {}).get("extra_special_tokens")
+    named = dict(TOKEN_NAMES)
+    if isinstance(extra, dict):
+        named.update((k, v) for k, v in extra.items() if k in named and isinstance(v, str))
+    context, start, end = (
+        named[k] for k in ("context_image_token", "start_image_token", "end_image_token")
+    )
+    ctx = tokens.get(context)
+    if ctx is not None and ctx != image_token_id:
         raise SpecError(
-            f"image_token_id {image_token_id} is not a shipped InternVL tokenizer's and no "
-            "tokenizer_config.json names <img> and </img>: pass the model directory"
+            f"the tokenizer has {context} = {ctx}, config.json image_token_id = {image_token_id}"
         )
-    return known
+    missing = [t for t in (start, end) if t not in tokens]
+    if missing:
+        raise SpecError(f"the tokenizer files have no id for {' and '.join(missing)}")
+    return tokens[start], tokens[end]
 
 
 def spec_from_hf(
-    preprocessor_config: Mapping[str, Any] | str | Path,
-    config: Mapping[str, Any] | None = None,
-    *,
-    resample: str = "aten_u8",
-    tokenizer_config: Mapping[str, Any] | None = None,
-    processor_config: Mapping[str, Any] | None = None,
+    model: ModelDir | str | Path | Mapping[str, Mapping[str, Any]], *, resample: str = "aten_u8"
 ) -> dict[str, Any]:
-    """An ``internvl`` spec document for an InternVL 3 / 3.5 ``-hf`` model. ``resample`` picks
-    the backend to match: ``"aten_u8"`` (HF's default torchvision backend) or ``"pil"``."""
-    if isinstance(preprocessor_config, (str, Path)) and config is None:
-        root = Path(preprocessor_config)
-        if tokenizer_config is None and (root / "tokenizer_config.json").is_file():
-            tokenizer_config = read_json_object(root / "tokenizer_config.json")
-        if processor_config is None and (root / "processor_config.json").is_file():
-            processor_config = read_json_object(root / "processor_config.json")
-    pp, cfg = hf_configs(preprocessor_config, config)
+    """An ``internvl`` spec document for an InternVL 3 / 3.5 ``-hf`` model directory (its
+    ``processor_config.json`` and tokenizer files are optional). ``resample`` picks the
+    backend to match: ``"aten_u8"`` (HF's default torchvision backend) or ``"pil"``."""
+    files = ModelDir.of(model)
+    pp, cfg = files.preprocessor_config, files.config
     if cfg.get("model_type") not in MODEL_TYPES:
         raise SpecError(
             f"config.json model_type {cfg.get('model_type')!r} is not an InternVL model "
@@ -165,17 +174,17 @@ def spec_from_hf(
     _check_settings(pp)
     tile = _tile_size(pp)
     seq = _seq_length(cfg, tile)
-    if processor_config is not None:
-        stated = processor_config.get("image_seq_length", seq)
-        if stated != seq:
-            raise SpecError(
-                f"processor_config.json image_seq_length {stated} disagrees with config.json "
-                f"({seq} tokens per tile)"
-            )
+    processor_config = files.get("processor_config.json") or {}
+    stated = processor_config.get("image_seq_length", seq)
+    if stated != seq:
+        raise SpecError(
+            f"processor_config.json image_seq_length {stated} disagrees with config.json "
+            f"({seq} tokens per tile)"
+        )
     image_token_id = cfg.get("image_token_id")
-    if not isinstance(image_token_id, int):
+    if not isinstance(image_token_id, int) or isinstance(image_token_id, bool):
         raise SpecError("config.json has no image_token_id")
-    start, end = _marker_ids(image_token_id, tokenizer_config)
+    start, end = _marker_ids(image_token_id, files)
     params: dict[str, Any] = {
         "tile_size": tile,
         "crop_to_patches": True,

@@ -12,8 +12,9 @@ import pytest
 from _internvl_refs import TOKENS_3, TOKENS_3_5, as_bits, internvl_processor, noise, photo
 from sglang_mm_internvl import INTERNVL3, INTERNVL3_5, InternVLFamily, InternVLParams
 
+from sglang_mm_core import pipeline_from_spec
 from sglang_mm_core.errors import LayoutError
-from sglang_mm_core.plugin import Explicit, Media, Text, apply_layout
+from sglang_mm_core.plugin import Explicit
 
 GENERATIONS = [("internvl3", INTERNVL3, TOKENS_3), ("internvl3_5", INTERNVL3_5, TOKENS_3_5)]
 
@@ -32,10 +33,9 @@ def test_expansion_matches_internvl_processor(name, params, tokens):
     want_ids = np.asarray(hf["input_ids"][0], dtype=np.int64)
 
     prompt = np.asarray(proc.tokenizer(text)["input_ids"], dtype=np.int64)
-    assert np.count_nonzero(prompt == fam.p.image_token_id) == 3
+    assert np.count_nonzero(prompt == fam.params.image_token_id) == 3
     items = [fam.process_item(np.asarray(im)) for im in images]
-    layout = fam.layout(prompt, [it.geometry for it in items])
-    expanded = apply_layout(prompt, layout, len(items))
+    expanded = fam.expand(prompt, [it.plan for it in items])
     np.testing.assert_array_equal(expanded.input_ids, want_ids)
 
     # offsets: exactly each item's run of context tokens, markers outside
@@ -43,17 +43,14 @@ def test_expansion_matches_internvl_processor(name, params, tokens):
     for (s, e), it in zip(expanded.offsets, items, strict=True):
         assert want_ids[s - 1] == start and want_ids[e + 1] == end
         assert np.all(want_ids[s : e + 1] == ctx)
-        assert e - s + 1 == fam.tokens_for(it.geometry) == 256 * it.feature.shape[0]
+        assert e - s + 1 == it.plan.content == 256 * it.feature.shape[0]
     assert sum(e - s + 1 for s, e in expanded.offsets) == np.count_nonzero(want_ids == ctx)
 
     # the patterns: Explicit with the content range
-    media = [seg for seg in layout.segments if isinstance(seg, Media)]
-    assert [m.item for m in media] == [0, 1, 2]
-    for m, it in zip(media, items, strict=True):
-        assert isinstance(m.pattern, Explicit)
-        n = fam.tokens_for(it.geometry)
-        assert m.pattern.content == (1, n + 1) and len(m.pattern.ids) == n + 2
-    assert isinstance(layout.segments[0], Text)
+    for it in items:
+        assert isinstance(it.plan.tokens, Explicit)
+        n = it.plan.content
+        assert it.plan.tokens.content == (1, n + 1) and len(it.plan.tokens.ids) == n + 2
 
     # HF's pixel_values for the prompt are our features, in prompt order
     ours = np.concatenate([it.feature.array for it in items])
@@ -62,15 +59,16 @@ def test_expansion_matches_internvl_processor(name, params, tokens):
 
 def test_placeholder_count_mismatch_is_a_layout_error():
     fam = InternVLFamily()
-    img = fam.p.image_token_id
+    img = fam.params.image_token_id
     items = [fam.process_item(np.asarray(noise(40, 30)))] * 2
-    geos = [it.geometry for it in items]
-    for ids in ([1, img, 2], [1, img, img, img, 2], [1, 2]):
-        with pytest.raises(LayoutError, match=r"media placeholder\(s\) but 2 media item"):
-            fam.layout(np.asarray(ids, dtype=np.int64), geos)
-        with pytest.raises(LayoutError, match=r"media placeholder\(s\) but 2 media item"):
-            fam.check_prompt(np.asarray(ids, dtype=np.int64), 2)
-    fam.check_prompt(np.asarray([1, img, img, 2], dtype=np.int64), 2)
+    plans = [it.plan for it in items]
+    with pipeline_from_spec({"family": "internvl"}) as pipe:
+        for ids in ([1, img, 2], [1, img, img, img, 2], [1, 2]):
+            with pytest.raises(LayoutError, match=r"media placeholder\(s\) but 2 media item"):
+                fam.expand(np.asarray(ids, dtype=np.int64), plans)
+            with pytest.raises(LayoutError, match=r"media placeholder\(s\) but 2 media item"):
+                pipe.check_prompt(np.asarray(ids, dtype=np.int64), 2)
+        pipe.check_prompt(np.asarray([1, img, img, 2], dtype=np.int64), 2)
 
 
 def test_example_prompt_is_the_placeholder_form():

@@ -36,7 +36,7 @@ def check(fam: InternVLFamily, image, ref) -> None:
     np.testing.assert_array_equal(as_bits(got), as_bits(want))
     np.testing.assert_array_equal(item.aux["num_patches"].array, np.array(want_patches))
     rows, cols, thumb, size = item.geometry.grid
-    assert rows * cols + thumb == want_patches[0] and size == fam.p.tile_size
+    assert rows * cols + thumb == want_patches[0] and size == fam.params.tile_size
 
 
 @pytest.mark.parametrize("name", PHOTOS)

@@ -87,9 +87,11 @@ def test_layout_errors_through_the_pipeline():
     with pipeline_from_spec(_spec()) as pipe:
         with pytest.raises(LayoutError, match=r"prompt has 1 media placeholder\(s\) but 2"):
             pipe.process(MmInput(input_ids=[1, CTX, 2], images=[_png(30, 30)] * 2))
-        # what `sglang-mm tokens` checks before counting (Pipeline.count_tokens does not)
+        # said before any image is fetched: by check_prompt, and when counting from headers
         with pytest.raises(LayoutError, match=r"prompt has 2 media placeholder\(s\) but 1"):
-            pipe.family.check_prompt(np.asarray([1, CTX, CTX], dtype=np.int64), 1)
+            pipe.check_prompt(np.asarray([1, CTX, CTX], dtype=np.int64), 1)
+        with pytest.raises(LayoutError, match=r"prompt has 2 media placeholder\(s\) but 1"):
+            pipe.count_tokens(MmInput(input_ids=[1, CTX, CTX], images=[_png(30, 30)]))
 
 
 def test_zero_side_is_refused():

@@ -1,7 +1,8 @@
 """`spec_from_hf` on model directories written here the way `OpenGVLab/InternVL3-1B-hf` and
 `InternVL3_5-1B-HF` ship them: the spec it builds reproduces HF's image processor loaded from
-the same directory, bit for bit; what it cannot match is refused, naming the setting; the CLI
-finds this family for such a directory."""
+the same directory, bit for bit, whether given as a path or as its parsed files; the `<img>` /
+`</img>` ids come from the tokenizer files (the shipped ids only without one); what it cannot
+match is refused, naming the setting; the CLI finds this family for such a directory."""
 
 from __future__ import annotations
 
@@ -77,17 +78,26 @@ def tokenizer_config(tokens: dict[str, int]) -> dict[str, Any]:
     }
 
 
-def model_dir(root: Path, tokens: dict[str, int], **pp: Any) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    files = {
+def model_files(tokens: dict[str, int], **pp: Any) -> dict[str, dict[str, Any]]:
+    """The JSON files of a model directory, by name, as the checkpoints ship them."""
+    return {
         "preprocessor_config.json": {**PREPROCESSOR, **pp},
         "config.json": config(tokens["<IMG_CONTEXT>"]),
         "processor_config.json": {"image_seq_length": 256, "processor_class": "InternVLProcessor"},
         "tokenizer_config.json": tokenizer_config(tokens),
     }
-    for name, doc in files.items():
+
+
+def model_dir(root: Path, tokens: dict[str, int], **pp: Any) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for name, doc in model_files(tokens, **pp).items():
         (root / name).write_text(json.dumps(doc))
     return root
+
+
+def bare(pp: dict[str, Any], cfg: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A directory of the two config files alone (no processor or tokenizer file)."""
+    return {"preprocessor_config.json": pp, "config.json": cfg}
 
 
 @pytest.mark.parametrize("tokens", [TOKENS_3, TOKENS_3_5], ids=["internvl3", "internvl3_5"])
@@ -104,9 +114,12 @@ def test_spec_reproduces_hf_loaded_from_the_directory(tmp_path, tokens):
         tokens["</img>"],
     )
     assert p["crop_to_patches"] is True and p["image_seq_length"] == 256
-    # the dicts alone (what `sglang-mm spec-from-hf` passes) give the same spec
+    # the directory's parsed files give the same spec; so do the two configs alone, from the
+    # shipped tokenizers' ids
+    files = model_files(tokens)
+    assert InternVLFamily.spec_from_hf(files, resample="pil") == doc
     pp = json.loads((root / "preprocessor_config.json").read_text())
-    assert InternVLFamily.spec_from_hf(pp, config(tokens["<IMG_CONTEXT>"]), resample="pil") == doc
+    assert spec_from_hf(bare(pp, config(tokens["<IMG_CONTEXT>"])), resample="pil") == doc
     fam = InternVLFamily(p)
     hf = GotOcr2ImageProcessorPil.from_pretrained(str(root))
     for name in ("chelsea.png", "rocket.jpg"):
@@ -140,16 +153,52 @@ def test_defaults_to_the_torchvision_backend(tmp_path):
 )
 def test_refused_settings_name_themselves(pp, message):
     with pytest.raises(SpecError, match=message):
-        spec_from_hf({**PREPROCESSOR, **pp}, config(151667))
+        spec_from_hf(model_files(TOKENS_3, **pp))
 
 
 def test_refused_models():
     with pytest.raises(SpecError, match="not an InternVL model"):
-        spec_from_hf(PREPROCESSOR, {**config(151667), "model_type": "qwen2_vl"})
-    with pytest.raises(SpecError, match="pass the model directory"):
-        spec_from_hf(PREPROCESSOR, config(123))
+        spec_from_hf(bare(PREPROCESSOR, {**config(151667), "model_type": "qwen2_vl"}))
+    with pytest.raises(SpecError, match="123 is not a shipped InternVL tokenizer's and the model"):
+        spec_from_hf(bare(PREPROCESSOR, config(123)))
     with pytest.raises(SpecError, match="whole number of tokens"):
-        spec_from_hf(PREPROCESSOR, {**config(151667), "downsample_ratio": 0.3})
+        spec_from_hf(bare(PREPROCESSOR, {**config(151667), "downsample_ratio": 0.3}))
+    with pytest.raises(SpecError, match=r"preprocessor_config\.json not found"):
+        spec_from_hf({"config.json": config(151667)})
+
+
+def test_marker_ids_come_from_the_tokenizer_files():
+    """Other ids than the shipped ones, from tokenizer_config.json or tokenizer.json alone;
+    a tokenizer without the markers, or whose <IMG_CONTEXT> is not config.json's, is refused
+    (never the shipped ids in its place)."""
+    other = {"<img>": 7, "</img>": 8, "<IMG_CONTEXT>": 9}
+    files = model_files(other)
+    p = spec_from_hf(files)["params"]
+    assert (p["start_image_token_id"], p["end_image_token_id"], p["image_token_id"]) == (7, 8, 9)
+    del files["tokenizer_config.json"]
+    files["tokenizer.json"] = {
+        "added_tokens": [{"id": i, "content": t, "special": True} for t, i in other.items()]
+    }
+    assert spec_from_hf(files)["params"] == p
+    without = model_files(TOKENS_3)
+    del without["tokenizer_config.json"]["added_tokens_decoder"]["151665"]
+    with pytest.raises(SpecError, match="no id for <img>"):
+        spec_from_hf(without)
+    disagreeing = model_files(TOKENS_3)
+    disagreeing["config.json"] = config(151671)
+    with pytest.raises(SpecError, match=r"<IMG_CONTEXT> = 151667, config\.json image_token_id"):
+        spec_from_hf(disagreeing)
+
+
+def test_marker_names_follow_the_tokenizer_config():
+    """``InternVLProcessor`` reads the markers' names from the tokenizer's
+    ``extra_special_tokens``; so does spec_from_hf."""
+    tokens = {"<image>": 5, "</image>": 6, "<IMG_CONTEXT>": 151667}
+    files = model_files(tokens)
+    extra = files["tokenizer_config.json"]["extra_special_tokens"]
+    extra.update(start_image_token="<image>", end_image_token="</image>")
+    p = spec_from_hf(files)["params"]
+    assert (p["start_image_token_id"], p["end_image_token_id"]) == (5, 6)
 
 
 def test_a_disagreeing_processor_config_is_refused(tmp_path):
@@ -161,9 +210,11 @@ def test_a_disagreeing_processor_config_is_refused(tmp_path):
 
 def test_cli_spec_from_hf(tmp_path):
     root = model_dir(tmp_path / "m", TOKENS_3_5)
-    cli = Path(sys.executable).with_name("sglang-mm")
     out = subprocess.run(
-        [str(cli), "spec-from-hf", str(root)], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "sglang_mm_core", "spec-from-hf", str(root)],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     doc = json.loads(out.stdout)
     assert doc["family"] == "internvl" and doc["params"]["image_token_id"] == 151671

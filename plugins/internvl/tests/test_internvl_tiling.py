@@ -1,7 +1,7 @@
 """The grid choice against HF's own ``get_optimal_tiled_canvas`` and
 ``get_number_of_image_patches`` (both backends share them), over a sweep of sizes, the tie
 cases in both directions and every ``min_patches`` / ``max_patches`` pair up to 12; and
-``tokens_for_dimensions`` against ``InternVLProcessor``'s own count."""
+the plan's token counts against ``InternVLProcessor``'s own count."""
 
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def test_ties_go_both_ways():
     assert (pick(384, 512, 4), pick(390, 520, 4)) == ((1, 1), (1, 2))
 
 
-def test_tokens_for_dimensions_matches_internvl_processor():
+def test_plan_token_counts_match_internvl_processor():
     proc = internvl_processor(TOKENS_3)
     fam = InternVLFamily()
     sizes = SIZES + _hf_area_threshold_sizes()
@@ -119,8 +119,8 @@ def test_tokens_for_dimensions_matches_internvl_processor():
     for (w, h), n_tokens, n_tiles in zip(
         sizes, want.num_image_tokens, want.num_image_patches, strict=True
     ):
-        assert fam.tokens_for_dimensions(w, h) == 256 * n_tiles, (w, h)
-        assert fam.prompt_tokens_for_dimensions(w, h) == n_tokens, (w, h)
+        assert fam.plan(w, h).content == 256 * n_tiles, (w, h)
+        assert fam.plan(w, h).length == n_tokens, (w, h)
 
 
 def test_without_cropping_or_with_one_tile_it_is_one_tile():
@@ -144,4 +144,4 @@ def test_model_card_rule_sweep_is_consistent():
 @pytest.mark.parametrize(("w", "h"), [(0, 5), (5, 0)])
 def test_zero_side_is_a_request_error(w, h):
     with pytest.raises(MmRequestError, match="zero"):
-        InternVLFamily().tokens_for_dimensions(w, h)
+        InternVLFamily().plan(w, h)

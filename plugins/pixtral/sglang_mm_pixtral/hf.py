@@ -14,14 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sglang_mm_core.plugin import (
-    CLIP_MEAN,
-    CLIP_STD,
-    SpecError,
-    check_hf_settings,
-    hf_configs,
-    read_json_object,
-)
+from sglang_mm_core.plugin import CLIP_MEAN, CLIP_STD, ModelDir, SpecError, check_hf_settings
 
 from .params import PixtralParams
 
@@ -100,21 +93,6 @@ def _agree(name: str, values: dict[str, Any], default: int) -> int:
     return next(iter(found.values()), default)
 
 
-def token_ids_from_tokenizer(doc: Mapping[str, Any]) -> dict[str, int]:
-    """``{content: id}`` of the added tokens in a ``tokenizer.json`` (``added_tokens``) or a
-    ``tokenizer_config.json`` (``added_tokens_decoder``)."""
-    out: dict[str, int] = {}
-    for tok in doc.get("added_tokens") or []:
-        if isinstance(tok, dict) and isinstance(tok.get("id"), int):
-            out[str(tok.get("content"))] = tok["id"]
-    decoder = doc.get("added_tokens_decoder") or {}
-    if isinstance(decoder, dict):
-        for key, tok in decoder.items():
-            if isinstance(tok, dict) and str(key).isdigit():
-                out[str(tok.get("content"))] = int(key)
-    return out
-
-
 def _special_ids(
     cfg: Mapping[str, Any], proc: Mapping[str, Any], tokens: Mapping[str, int]
 ) -> dict[str, int]:
@@ -146,28 +124,17 @@ def _special_ids(
 
 
 def spec_from_hf(
-    preprocessor_config: Mapping[str, Any] | str | Path,
-    config: Mapping[str, Any] | None = None,
-    *,
-    processor_config: Mapping[str, Any] | None = None,
-    tokenizer: Mapping[str, Any] | None = None,
-    resample: str = "pil",
+    model: ModelDir | str | Path | Mapping[str, Mapping[str, Any]], *, resample: str = "pil"
 ) -> dict[str, Any]:
     """A ``pixtral`` spec document for a Pixtral-12B (``llava`` with a ``pixtral`` tower) or
-    Mistral 3 model: a model directory, or the parsed files (``processor_config`` and
-    ``tokenizer``, a ``tokenizer.json`` or ``tokenizer_config.json``, are optional). With no
-    tokenizer, ``[IMG_BREAK]`` / ``[IMG_END]`` are Tekken's 12 / 13, and only when the image
-    token is Tekken's 10. ``resample``: ``"pil"`` or ``"aten_u8"``, the HF backend to match."""
-    directory = Path(preprocessor_config) if isinstance(preprocessor_config, (str, Path)) else None
-    pp, cfg = hf_configs(preprocessor_config, config)
-    proc: Mapping[str, Any] = processor_config or {}
-    tokens = token_ids_from_tokenizer(tokenizer or {})
-    if directory is not None:
-        if processor_config is None and (directory / "processor_config.json").is_file():
-            proc = read_json_object(directory / "processor_config.json")
-        for name in ("tokenizer.json", "tokenizer_config.json"):
-            if tokenizer is None and not tokens and (directory / name).is_file():
-                tokens = token_ids_from_tokenizer(read_json_object(directory / name))
+    Mistral 3 model directory (its ``processor_config.json`` and tokenizer files are
+    optional). With no tokenizer file, ``[IMG_BREAK]`` / ``[IMG_END]`` are Tekken's 12 / 13,
+    and only when the image token is Tekken's 10. ``resample``: ``"pil"`` or ``"aten_u8"``,
+    the HF backend to match."""
+    files = ModelDir.of(model)
+    pp, cfg = files.preprocessor_config, files.config
+    proc: Mapping[str, Any] = files.get("processor_config.json") or {}
+    tokens = files.added_tokens()
     model_type = cfg.get("model_type")
     vision = cfg.get("vision_config") if isinstance(cfg.get("vision_config"), dict) else {}
     assert isinstance(vision, dict)
@@ -215,4 +182,4 @@ def spec_from_hf(
     return {"family": "pixtral", "params": validated.model_dump(mode="json")}
 
 
-__all__ = ["MODEL_TYPES", "spec_from_hf", "token_ids_from_tokenizer"]
+__all__ = ["MODEL_TYPES", "spec_from_hf"]

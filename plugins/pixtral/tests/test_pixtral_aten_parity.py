@@ -17,7 +17,6 @@ from _pixtral_refs import IMG, MODELS, TEXT, as_bits, gradient, noise, photo
 from sglang_mm_pixtral import PixtralFamily, PixtralParams
 
 from sglang_mm_core.conformance import process_item_and_compact
-from sglang_mm_core.plugin import apply_layout
 
 FIXTURES = Path(__file__).parent / "fixtures"
 META = json.loads((FIXTURES / "aten_goldens.json").read_text())
@@ -84,6 +83,6 @@ def test_genuine_processor_expansion(case: dict[str, Any]) -> None:
         fam.process_item(np.asarray(noise(w, h, seed=k)))
         for k, (w, h) in enumerate(case["image_sizes_in"])
     ]
-    ex = apply_layout(ids, fam.layout(ids, [it.geometry for it in items]), len(items))
+    ex = fam.expand(ids, [it.plan for it in items])
     np.testing.assert_array_equal(ex.input_ids, case["input_ids"])
     assert [it.aux["image_sizes"].array.tolist() for it in items] == case["image_sizes"]

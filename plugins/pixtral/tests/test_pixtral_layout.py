@@ -14,7 +14,7 @@ from PIL import Image
 from sglang_mm_pixtral import PixtralFamily, PixtralParams, content_mask, row_break_ids
 
 from sglang_mm_core import MmInput, Registry, pipeline_from_spec
-from sglang_mm_core.plugin import LayoutError, apply_layout
+from sglang_mm_core.plugin import LayoutError
 
 PROMPT = "<s> [INST] hello [IMG] world [IMG] [IMG] hello [/INST]"
 SIZES = [(40, 20), (17, 33), (1, 1), (1300, 77), (640, 480), (2, 1600)]
@@ -41,9 +41,8 @@ def _hf(model: str, images: list[Image.Image], prompt: str = PROMPT):
 def _ours(model: str, images: list[Image.Image], prompt: str = PROMPT):
     fam = PixtralFamily(PixtralParams(**MODELS[model][0]))
     items = [fam.process_item(np.asarray(im)) for im in images]
-    geos = [it.geometry for it in items]
     ids = np.asarray(_words(prompt), dtype=np.int64)
-    return fam, items, apply_layout(ids, fam.layout(ids, geos), len(geos))
+    return fam, items, fam.expand(ids, [it.plan for it in items])
 
 
 @pytest.mark.parametrize("model", sorted(MODELS))
@@ -65,12 +64,12 @@ def test_expansion_matches_pixtral_processor(model: str, start: int) -> None:
     np.testing.assert_array_equal(mask, ref_ids == IMG)
     for (a, b), it in zip(ex.offsets, items, strict=True):
         span = ref_ids[a : b + 1]
-        assert len(span) == fam.tokens_for(it.geometry)
+        assert len(span) == it.plan.content
         np.testing.assert_array_equal(it.aux["content_mask"].array, span == IMG)
         rows, cols = it.geometry.grid
         assert int((span == IMG).sum()) == rows * cols
         h, w = it.aux["image_sizes"].array
-        assert (rows, cols) == (h // fam.p.factor, w // fam.p.factor)
+        assert (rows, cols) == (h // fam.params.factor, w // fam.params.factor)
 
 
 def test_row_break_rule() -> None:
@@ -80,18 +79,18 @@ def test_row_break_rule() -> None:
 
 @pytest.mark.parametrize("model", sorted(MODELS))
 def test_counts_from_headers_agree_with_hf(model: str) -> None:
-    """``tokens_for_dimensions`` against HF's ``_get_num_multimodal_tokens`` over sizes around
+    """The plan's token count against HF's ``_get_num_multimodal_tokens`` over sizes around
     the grid and the boundary, and against the real expansion where that helper misreads a
     size: it builds ``np.zeros((h, w, 3))`` and infers channels-first when ``h`` is 1 or 3."""
     fam = PixtralFamily(PixtralParams(**MODELS[model][0]))
     proc = hf_processor(*MODELS[model])
-    f, longest = fam.p.factor, fam.p.longest_edge
+    f, longest = fam.params.factor, fam.params.longest_edge
     sizes = [(2, 2), (f, f), (f + 1, f - 1), (longest, longest), (longest + 1, 5), (5, 2 * longest)]
     hf = proc._get_num_multimodal_tokens(image_sizes=[(h, w) for w, h in sizes])
-    assert [fam.tokens_for_dimensions(w, h) for w, h in sizes] == hf["num_image_tokens"]
+    assert [fam.plan(w, h).length for w, h in sizes] == hf["num_image_tokens"]
     for w, h in [(longest + 1, 3), (40, 1), (7, 3)]:
         ids, _ = _hf(model, [noise(w, h)], "hello [IMG]")
-        assert fam.tokens_for_dimensions(w, h) == len(ids) - 1, (w, h)
+        assert fam.plan(w, h).length == len(ids) - 1, (w, h)
         helper = proc._get_num_multimodal_tokens(image_sizes=[(h, w)])["num_image_tokens"][0]
         if (w, h) == (longest + 1, 3):
             assert helper != len(ids) - 1  # HF's helper is off here; the expansion is the truth
@@ -121,9 +120,12 @@ def test_pipeline_from_bytes(model: str) -> None:
 @pytest.mark.parametrize("n_images", [1, 4])
 def test_placeholder_mismatch_is_a_layout_error(n_images: int) -> None:
     fam = PixtralFamily(PixtralParams())
-    geos = [fam.process_item(np.asarray(noise(20, 20))).geometry] * n_images
+    plans = [fam.process_item(np.asarray(noise(20, 20))).plan] * n_images
     ids = np.asarray(_words(PROMPT), dtype=np.int64)  # three [IMG]
     with pytest.raises(LayoutError, match="3 media placeholder"):
-        fam.layout(ids, geos)
-    with pytest.raises(LayoutError):
-        fam.check_prompt(ids, n_images)
+        fam.expand(ids, plans)
+    registry = Registry()
+    registry.register_family(PixtralFamily)
+    with pipeline_from_spec({"family": "pixtral"}, registry=registry) as pipe:
+        with pytest.raises(LayoutError):
+            pipe.check_prompt(ids, n_images)

@@ -44,7 +44,7 @@ def test_same_tokens_and_sizes_within_longest_edge(model: str) -> None:
         im = photo(name)
         ours = fam.process_item(np.asarray(im))
         theirs = _encode(enc, im)
-        assert tuple(theirs.tokens) == fam._ids(*ours.geometry.grid)
+        assert tuple(theirs.tokens) == ours.plan.tokens.ids
         assert theirs.image.shape == ours.feature.shape
 
 
@@ -53,14 +53,14 @@ def test_shrink_rounds_where_hf_floors(model: str) -> None:
     """Above ``longest_edge`` mistral-common rounds the scaled side, HF floors it; the grids
     differ when rounding crosses a token boundary (a 2000x1001 image: 33 rows against 32)."""
     fam, enc = PixtralFamily(PixtralParams(**MODELS[model][0])), _encoder(model)
-    longest, f = fam.p.longest_edge, fam.p.factor
+    longest, f = fam.params.longest_edge, fam.params.factor
     w = 2 * longest - 48
     ratio = w / longest
     h = next(h for h in range(longest, w) if (h / ratio) % f >= 0.5 and int(h / ratio) % f == 0)
-    ours = fam.tokens_for_dimensions(w, h)
+    ours = fam.plan(w, h).length
     cols, rows = enc._image_to_num_tokens(noise(w, h))
     assert rows * (cols + 1) != ours
-    assert rows == fam._grid(w, h)[2] + 1
+    assert rows == fam.plan(w, h).geometry.grid[0] + 1
 
 
 def test_pixels_differ_after_a_resize() -> None:

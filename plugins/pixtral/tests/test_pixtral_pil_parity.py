@@ -60,7 +60,7 @@ def _edge_sizes(longest: int, factor: int) -> list[tuple[int, int]]:
 @pytest.mark.parametrize("model", sorted(MODELS))
 def test_edge_sizes(model: str) -> None:
     fam = _family(model)
-    sizes = _edge_sizes(fam.p.longest_edge, fam.p.factor)
+    sizes = _edge_sizes(fam.params.longest_edge, fam.params.factor)
     images = [noise(w, h, seed=i) if i % 2 else gradient(w, h) for i, (w, h) in enumerate(sizes)]
     # One image per call: HF pads a batch to its largest, and a batch of one needs no crop.
     proc = hf_pil_processor(MODELS[model][1])
@@ -123,11 +123,11 @@ def test_sides_that_floor_to_zero_are_refused_as_hf_is(model: str) -> None:
     """Above longest_edge:1 the short side floors to 0 pixels; HF's resize then raises, and the
     family refuses the image with a typed error before any pixel work."""
     fam = _family(model)
-    n = 2 * fam.p.longest_edge + 1
+    n = 2 * fam.params.longest_edge + 1
     for w, h in ((n, 1), (1, n)):
         with pytest.raises(KernelArgumentError, match="shrinks to"):
             fam.process_item(np.zeros((h, w, 3), dtype=np.uint8))
         with pytest.raises(KernelArgumentError):
-            fam.tokens_for_dimensions(w, h)
+            fam.plan(w, h)
         with pytest.raises(ValueError):
             hf_pil_processor(MODELS[model][1])(images=[noise(w, h)])

@@ -1,6 +1,7 @@
-"""`spec_from_hf`: a `qwen_vl` spec from a HuggingFace model's `preprocessor_config.json` and
-`config.json`. Every setting HF's Qwen2-VL image processor reads is either mapped exactly or
-refused with a `SpecError` naming it; nothing is approximated."""
+"""`spec_from_hf`: a `qwen_vl` spec from a HuggingFace model directory's
+`preprocessor_config.json` and `config.json`. Every setting HF's Qwen2-VL image processor
+reads is either mapped exactly or refused with a `SpecError` naming it; nothing is
+approximated."""
 
 from __future__ import annotations
 
@@ -10,14 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sglang_mm_core.plugin import (
-    CLIP_MEAN,
-    CLIP_STD,
-    SpecError,
-    check_hf_settings,
-    hf_configs,
-    load_model_dir,
-)
+from sglang_mm_core.plugin import CLIP_MEAN, CLIP_STD, ModelDir, SpecError, check_hf_settings
 
 from .params import QwenVLParams
 
@@ -167,15 +161,14 @@ def _geometry(pp: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, int
 
 
 def spec_from_hf(
-    preprocessor_config: Mapping[str, Any] | str | Path,
-    config: Mapping[str, Any] | None = None,
-    *,
-    resample: str = "aten_u8",
+    model: ModelDir | str | Path | Mapping[str, Mapping[str, Any]], *, resample: str = "aten_u8"
 ) -> dict[str, Any]:
     """A ``qwen_vl`` spec document (``family`` and ``params``) for a Qwen2-VL, Qwen2.5-VL,
-    Qwen3-VL or Qwen3.5 model. ``resample`` picks the backend to match: ``"aten_u8"`` (HF v5's
-    default torchvision backend) or ``"pil"``."""
-    pp, cfg = hf_configs(preprocessor_config, config)
+    Qwen3-VL or Qwen3.5 model directory (a path, a `ModelDir`, or its parsed files by name).
+    The token ids come from ``config.json``, as HF's processor takes them. ``resample`` picks
+    the backend to match: ``"aten_u8"`` (HF v5's default torchvision backend) or ``"pil"``."""
+    files = ModelDir.of(model)
+    pp, cfg = files.preprocessor_config, files.config
     model_type = cfg.get("model_type")
     if model_type not in MODEL_TYPES:
         raise SpecError(
@@ -204,5 +197,4 @@ def spec_from_hf(
     return {"family": "qwen_vl", "params": validated.model_dump(mode="json")}
 
 
-# load_model_dir: re-exported from sglang_mm_core.plugin, where it is defined.
-__all__ = ["MODEL_TYPES", "load_model_dir", "spec_from_hf"]
+__all__ = ["MODEL_TYPES", "spec_from_hf"]

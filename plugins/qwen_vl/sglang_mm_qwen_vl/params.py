@@ -3,7 +3,7 @@ Qwen2-VL's values as defaults (`QWEN2_VL`, `QWEN3_VL`, `QWEN3_5` hold the others
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -15,7 +15,6 @@ from sglang_mm_core.plugin import (
     ChannelMean,
     ChannelStd,
     FamilyParams,
-    deprecated_aliases,
 )
 
 # Pixel counts are compared as doubles by the reference, so they must be exact doubles.
@@ -91,12 +90,6 @@ QWEN3_5: dict[str, Any] = {
     "vision_start_token_id": 248053,
     "vision_end_token_id": 248054,
 }
-
-# `Params` was this class's name before the family and params names were made consistent.
-if not TYPE_CHECKING:  # runtime only: type checkers report the old names as missing
-    __getattr__ = deprecated_aliases(
-        __name__, {"Params": ("sglang_mm_qwen_vl.QwenVLParams", QwenVLParams)}
-    )
 
 # CLIP_MEAN / CLIP_STD: re-exported from sglang_mm_core.plugin, where they are defined.
 __all__ = ["CLIP_MEAN", "CLIP_STD", "QWEN2_5_VL", "QWEN2_VL", "QWEN3_5", "QWEN3_VL", "QwenVLParams"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from sglang_mm_core.plugin import Family, hookimpl
 
@@ -10,6 +11,6 @@ from .family import QwenVLFamily
 
 
 @hookimpl
-def sglang_mm_families() -> Sequence[type[Family]]:
+def sglang_mm_families() -> Sequence[type[Family[Any]]]:
     """The families this plugin offers."""
     return [QwenVLFamily]

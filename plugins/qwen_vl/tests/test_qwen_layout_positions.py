@@ -11,7 +11,7 @@ import pytest
 from sglang_mm_qwen_vl import QwenVLFamily, QwenVLParams
 
 from sglang_mm_core.errors import LayoutError
-from sglang_mm_core.plugin import Geometry, Media, Repeat, Text, apply_layout
+from sglang_mm_core.plugin import Geometry, Plan, Repeat
 
 ROPE = json.loads((Path(__file__).parent / "fixtures" / "rope_goldens.json").read_text())
 IMG, VS, VE = 151655, 151652, 151653
@@ -22,18 +22,31 @@ def geo(gh: int, gw: int, ps: int = 14) -> Geometry:
     return Geometry(gh * ps, gw * ps, (1, gh, gw))
 
 
+def plan(fam: QwenVLFamily, gh: int, gw: int) -> Plan:
+    """The family's plan for an image already at the size of the unmerged grid (gh, gw)."""
+    got = fam.plan(gw * 14, gh * 14)
+    assert got.geometry == geo(gh, gw)
+    return got
+
+
+def bare(n: int) -> list[Plan]:
+    """``n`` one-token plans, for the placeholder rules alone."""
+    return [Plan(Repeat(IMG, 1), geo(2, 2))] * n
+
+
 def run(fam: QwenVLFamily, ids: list[int], grids: list[tuple[int, int]]):
-    geos = [geo(h, w) for h, w in grids]
-    layout = fam.layout(np.asarray(ids, dtype=np.int64), geos)
-    expanded = apply_layout(ids, layout, len(geos))
+    plans = [plan(fam, h, w) for h, w in grids]
+    expanded = fam.expand(np.asarray(ids, dtype=np.int64), plans)
+    geos = [p.geometry for p in plans]
     pos = fam.positions(len(expanded.input_ids), expanded.offsets, geos, expanded.input_ids)
-    return layout, expanded, pos
+    return plans, expanded, pos
 
 
 def test_spec_example_one_image():
     ids = [1, 2, 3, VS, IMG, VE, 4, 5]
-    layout, ex, pos = run(QwenVLFamily(), ids, [(4, 4)])
-    assert layout.segments == (Text(0, 4), Media(0, Repeat(IMG, 4)), Text(5, 8))
+    plans, ex, pos = run(QwenVLFamily(), ids, [(4, 4)])
+    assert plans[0].tokens == Repeat(IMG, 4)
+    np.testing.assert_array_equal(ex.input_ids, [1, 2, 3, VS, IMG, IMG, IMG, IMG, VE, 4, 5])
     assert ex.offsets == [(4, 7)]
     want = [
         [0, 1, 2, 3, 4, 4, 4, 4, 6, 7, 8],
@@ -84,12 +97,13 @@ def test_rope_goldens_came_from_the_hf_models():
 
 def test_count_mismatch_is_a_layout_error():
     fam = QwenVLFamily()
+    four = plan(fam, 4, 4)
     with pytest.raises(LayoutError, match=r"prompt has 1 media placeholder\(s\) but 2 media"):
-        fam.layout(np.array([1, VS, IMG, VE]), [geo(4, 4), geo(4, 4)])
+        fam.expand(np.array([1, VS, IMG, VE]), [four, four])
     with pytest.raises(LayoutError, match=r"prompt has 2 media placeholder\(s\) but 1 media"):
-        fam.layout(np.array([VS, IMG, VE, VS, IMG, VE]), [geo(4, 4)])
+        fam.expand(np.array([VS, IMG, VE, VS, IMG, VE]), [four])
     with pytest.raises(LayoutError, match=r"prompt has 0 media placeholder\(s\) but 1 media"):
-        fam.layout(np.array([1, 2, 3]), [geo(4, 4)])
+        fam.expand(np.array([1, 2, 3]), [four])
 
 
 @pytest.mark.parametrize(
@@ -105,11 +119,10 @@ def test_count_mismatch_is_a_layout_error():
 )
 def test_strict_layout_refuses_unmarked_placeholders(ids, bad):
     n = ids.count(IMG)
-    with pytest.raises(LayoutError, match=rf"image placeholder {bad} \(token \d+, id {IMG}\)"):
-        QwenVLFamily().layout(np.array(ids), [geo(2, 2)] * n)
+    with pytest.raises(LayoutError, match=rf"media placeholder {bad} \(token \d+, id {IMG}\)"):
+        QwenVLFamily().expand(np.array(ids), bare(n))
     relaxed = QwenVLFamily(QwenVLParams(strict_layout=False))
-    layout = relaxed.layout(np.array(ids), [geo(2, 2)] * n)
-    assert len(apply_layout(ids, layout, n).input_ids) == len(ids)
+    assert len(relaxed.expand(np.array(ids), bare(n)).input_ids) == len(ids)
 
 
 def test_strict_layout_uses_the_configured_ids():
@@ -118,10 +131,11 @@ def test_strict_layout_uses_the_configured_ids():
             image_token_id=248056, vision_start_token_id=248053, vision_end_token_id=248054
         )
     )
-    layout = q35.layout(np.array([7, 248053, 248056, 248054]), [geo(4, 4)])
-    assert apply_layout([7, 248053, 248056, 248054], layout, 1).offsets == [(2, 5)]
-    with pytest.raises(LayoutError, match="vision_start_token_id 248053"):
-        q35.layout(np.array([7, VS, 248056, VE]), [geo(4, 4)])
+    four = plan(q35, 4, 4)
+    assert four.tokens == Repeat(248056, 4)
+    assert q35.expand(np.array([7, 248053, 248056, 248054]), [four]).offsets == [(2, 5)]
+    with pytest.raises(LayoutError, match="between ids 248053 and 248054"):
+        q35.expand(np.array([7, VS, 248056, VE]), [four])
 
 
 def test_text_only_prompt_positions_are_plain():
@@ -131,15 +145,15 @@ def test_text_only_prompt_positions_are_plain():
     assert pos.delta == 0
 
 
-def test_tokens_for_matches_grid():
+def test_plan_tokens_are_the_merged_grid():
     fam = QwenVLFamily()
-    assert fam.tokens_for(geo(34, 46)) == 34 * 46 // 4
+    assert plan(fam, 34, 46).tokens == Repeat(IMG, 34 * 46 // 4)
     q = QwenVLFamily(QwenVLParams(merge_size=1))
-    assert q.tokens_for(geo(3, 5)) == 15
+    got = q.plan(15 * 14, 3 * 14)
+    assert got.geometry == geo(3, 15) and got.tokens == Repeat(IMG, 45)
 
 
 def test_example_prompt_is_strict_valid():
     fam = QwenVLFamily()
     ids = fam.example_prompt(3)
-    layout = fam.layout(np.array(ids), [geo(2, 2)] * 3)
-    assert len(apply_layout(ids, layout, 3).offsets) == 3
+    assert len(fam.expand(np.array(ids), bare(3)).offsets) == 3

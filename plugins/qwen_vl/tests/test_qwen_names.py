@@ -1,11 +1,8 @@
-"""Names: `QwenVLFamily` / `QwenVLParams` and the shared constants, and the retired names
-(`QwenVL`, `Params`), which still resolve for one release with a `DeprecationWarning`."""
+"""Names: `QwenVLFamily` / `QwenVLParams` (the retired `QwenVL` / `Params` are gone, with no
+alias) and the shared constants."""
 
 from __future__ import annotations
 
-import importlib
-
-import pytest
 import sglang_mm_qwen_vl
 from sglang_mm_qwen_vl import QWEN3_VL, QwenVLFamily, QwenVLParams
 from transformers.image_utils import (
@@ -18,26 +15,12 @@ from transformers.image_utils import (
 from sglang_mm_core import plugin
 
 
-@pytest.mark.parametrize(
-    ("module", "old", "new"),
-    [
-        ("sglang_mm_qwen_vl", "QwenVL", QwenVLFamily),
-        ("sglang_mm_qwen_vl", "Params", QwenVLParams),
-        ("sglang_mm_qwen_vl.family", "QwenVL", QwenVLFamily),
-        ("sglang_mm_qwen_vl.params", "Params", QwenVLParams),
-    ],
-)
-def test_old_names_warn(module: str, old: str, new: type) -> None:
-    mod = importlib.import_module(module)
-    with pytest.warns(DeprecationWarning, match=rf"{module}\.{old} is deprecated.*use "):
-        assert getattr(mod, old) is new
-    with pytest.raises(AttributeError):
-        getattr(mod, old + "_missing")
-
-
 def test_the_family_names_its_params() -> None:
     assert QwenVLFamily.Params is QwenVLParams
     assert sglang_mm_qwen_vl.spec_from_hf.__module__ == "sglang_mm_qwen_vl.hf"
+    for module in (sglang_mm_qwen_vl, sglang_mm_qwen_vl.family, sglang_mm_qwen_vl.params):
+        for old in ("QwenVL", "Params", "spec_from_hf_configs"):
+            assert not hasattr(module, old), (module.__name__, old)
 
 
 def test_constants_are_huggingfaces() -> None:

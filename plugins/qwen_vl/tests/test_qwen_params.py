@@ -10,8 +10,8 @@ import pytest
 from pydantic import ValidationError
 from sglang_mm_qwen_vl import QWEN2_5_VL, QWEN2_VL, QWEN3_5, QWEN3_VL, QwenVLFamily, QwenVLParams
 
+from sglang_mm_core import Registry, load_spec
 from sglang_mm_core.errors import SpecError
-from sglang_mm_core.spec import load_spec
 
 
 def test_defaults_are_qwen2_vl():
@@ -92,8 +92,6 @@ def test_token_ids_must_differ():
 
 
 def test_bad_params_in_a_spec_are_a_spec_error():
-    from sglang_mm_core.registry import Registry
-
     reg = Registry()
     reg.register_family(QwenVLFamily)
     with pytest.raises(SpecError, match=r"image_std"):
@@ -105,4 +103,4 @@ def test_bad_params_in_a_spec_are_a_spec_error():
 def test_decode_defaults_follow_hf_load_image():
     assert QwenVLFamily.decode_defaults.alpha == "white"
     assert QwenVLFamily.decode_defaults.exif_orientation is True
-    assert QwenVLFamily.capabilities == frozenset({"image"})
+    assert QwenVLFamily.modalities == frozenset({"image"})

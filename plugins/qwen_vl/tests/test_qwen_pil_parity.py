@@ -43,7 +43,7 @@ def _assert_same(fam: QwenVLFamily, params: dict, image: Image.Image, threads: i
     assert item.geometry.grid == (t, gh, gw)
     assert (item.geometry.height, item.geometry.width) == (gh * ps, gw * ps)
     # The compact form expands to the reference's bits too, with the same aux and geometry.
-    compact = fam.process_item_compact(np.asarray(image), threads=threads)
+    compact = fam.process_item(np.asarray(image), threads=threads, compact=True)
     assert isinstance(compact.feature, CompactTensor)
     np.testing.assert_array_equal(as_bits(compact.feature.expand().array), as_bits(want_pv))
     assert compact.geometry == item.geometry

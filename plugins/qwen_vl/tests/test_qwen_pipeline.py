@@ -153,8 +153,17 @@ def test_layout_errors_through_the_pipeline():
     with pipeline_from_spec(spec(QWEN2, threads=0)) as pipe:
         with pytest.raises(LayoutError, match=r"prompt has 1 media placeholder\(s\) but 2"):
             pipe.process(MmInput(input_ids=[VS, IMG, VE], images=[_png(30, 30)] * 2))
-        with pytest.raises(LayoutError, match=r"image placeholder 0 .* not between"):
+        with pytest.raises(LayoutError, match=r"media placeholder 0 .* not directly between"):
             pipe.process(MmInput(input_ids=[5, IMG, VE], images=[_png(30, 30)]))
+        # counting refuses what processing refuses, before any image is decoded
+        with pytest.raises(LayoutError, match=r"ids 151652 and 151653"):
+            pipe.count_tokens(MmInput(input_ids=[5, IMG, VE], images=[_png(30, 30)]))
+        with pytest.raises(LayoutError, match=r"media placeholder 1 .* not directly between"):
+            pipe.check_prompt([VS, IMG, VE, IMG], 2)
+    with pipeline_from_spec(spec(QWEN2, threads=0, p={"strict_layout": False})) as relaxed:
+        relaxed.check_prompt([VS, IMG, VE, IMG], 2)
+        req = MmInput(input_ids=[5, IMG], images=[_png(30, 30)])
+        assert relaxed.count_tokens(req).length == len(relaxed.process(req).input_ids)
 
 
 def test_zero_side_is_refused_by_the_kernel():

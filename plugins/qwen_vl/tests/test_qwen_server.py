@@ -15,9 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sglang_mm_core import LimitError, MmInput, MmOutput, load_output, pipeline_from_spec
+from sglang_mm_core import LimitError, MmInput, MmOutput, Pipeline, load_output, pipeline_from_spec
 from sglang_mm_core.client import Client
-from sglang_mm_core.driver import Pipeline
 from sglang_mm_core.plugin import MRope
 from sglang_mm_core.server import MmServer
 

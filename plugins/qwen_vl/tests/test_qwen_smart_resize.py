@@ -1,5 +1,6 @@
 """smart_resize, both variants: the spec's vectors, HF's own function over a sweep of sizes that
-reaches every branch, and the spec's SGLang variant written out independently here."""
+reaches every branch, the spec's SGLang variant written out independently here, ties to even,
+and the refusals (ratio, zero side, the 2^53 limits) with their messages."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from sglang_mm_qwen_vl import QwenVLFamily, QwenVLParams, _native
+from sglang_mm_qwen_vl import QwenVLFamily, QwenVLParams, smart_resize
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize as hf_smart
 
 from sglang_mm_core.errors import KernelArgumentError, MmRequestError
@@ -51,7 +52,7 @@ def sglang_smart(h: int, w: int, factor: int, min_pixels: int, max_pixels: int) 
 )
 def test_spec_vectors(wh, bounds, variant, want):
     w, h = wh
-    assert _native.smart_resize(h, w, *bounds, variant) == want
+    assert smart_resize(h, w, *bounds, variant) == want
 
 
 def _sweep_sizes() -> list[tuple[int, int]]:
@@ -74,7 +75,7 @@ def test_hf_variant_matches_transformers(bounds):
     branches = set()
     for h, w in _sweep_sizes():
         want = hf_smart(h, w, factor=factor, min_pixels=lo, max_pixels=hi)
-        got = _native.smart_resize(h, w, factor, lo, hi, "hf")
+        got = smart_resize(h, w, factor, lo, hi, "hf")
         assert got == want, (h, w, bounds)
         hb, wb = round(h / factor) * factor, round(w / factor) * factor
         branches.add("max" if hb * wb > hi else "min" if hb * wb < lo else "keep")
@@ -88,42 +89,80 @@ def test_sglang_variant_matches_spec(bounds):
         want = sglang_smart(h, w, *bounds)
         if 0 in want:
             with pytest.raises(KernelArgumentError, match="empty"):
-                _native.smart_resize(h, w, *bounds, "sglang")
+                smart_resize(h, w, *bounds, "sglang")
             continue
-        assert _native.smart_resize(h, w, *bounds, "sglang") == want, (h, w)
+        assert smart_resize(h, w, *bounds, "sglang") == want, (h, w)
 
 
 def test_ratio_200_accepted_201_refused():
     for h, w in [(1, 200), (200, 1), (5, 1000), (1000, 5)]:
-        assert _native.smart_resize(h, w, *Q2) == hf_smart(h, w, 28, 3136, 12845056)
+        assert smart_resize(h, w, *Q2) == hf_smart(h, w, 28, 3136, 12845056)
     for h, w in [(1, 201), (201, 1), (5, 1001), (3, 700)]:
         with pytest.raises(ValueError):
             hf_smart(h, w, 28, 3136, 12845056)
         with pytest.raises(KernelArgumentError, match=rf"{w}x{h}.*aspect ratio"):
-            _native.smart_resize(h, w, *Q2)
+            smart_resize(h, w, *Q2)
+
+
+def test_ties_round_to_even():
+    """Python's ``round``, like the references': 1.5 and 2.5 both give 2, 3.5 and 4.5 both 4
+    (rounding half up would give 84 and 140 here)."""
+    wide = (28, 1, 10**9)
+    assert smart_resize(70, 42, *wide) == (56, 56)
+    assert smart_resize(98, 126, *wide) == (112, 112)
+    assert smart_resize(14, 42, *wide, "sglang") == (28, 56)  # 0.5 -> 0, then max(factor, .)
+
+
+def test_refusals_name_the_size_in_the_reference_kernel_words():
+    assert smart_resize(10, 2000, *Q2) == hf_smart(10, 2000, *Q2)
+    with pytest.raises(KernelArgumentError) as info:
+        smart_resize(10, 2010, *Q2)
+    assert str(info.value) == (
+        "image of 2010x10 pixels has aspect ratio 201, over the limit of 200"
+    )
+    with pytest.raises(KernelArgumentError, match=r"aspect ratio 200\.5, over"):
+        smart_resize(2, 401, *Q2)
+    with pytest.raises(KernelArgumentError) as info:
+        smart_resize(0, 5, *Q2)
+    assert str(info.value) == "image of 5x0 pixels has a zero side"
+    with pytest.raises(KernelArgumentError, match=r"positive factor \(0\), min_pixels"):
+        smart_resize(5, 5, 0, 1, 1)
+    with pytest.raises(KernelArgumentError, match="unknown smart_resize variant"):
+        smart_resize(5, 5, *Q2, "vllm")  # type: ignore[arg-type]
+    with pytest.raises(KernelArgumentError, match="non-negative"):
+        smart_resize(-1, 5, *Q2)
+
+
+def test_sizes_and_bounds_stop_at_2_53():
+    """Pixel counts are doubles in the references: exact up to 2^53 pixels, refused above."""
+    big = (28, 1, 2**53)
+    h, w = smart_resize(2**27, 2**26, *big)  # exactly 2^53 pixels
+    assert (h % 28, w % 28) == (0, 0) and h * w <= 2**53
+    with pytest.raises(KernelArgumentError, match=r"67108865x134217728 pixels is too large"):
+        smart_resize(2**27, 2**26 + 1, *big)
+    with pytest.raises(KernelArgumentError, match=r"must be at most 2\^53"):
+        smart_resize(480, 640, 28, 1, 2**53 + 1)
 
 
 def test_zero_side_is_a_typed_error_naming_the_size():
     with pytest.raises(MmRequestError, match="0x480"):
-        _native.smart_resize(480, 0, *Q2)
+        smart_resize(480, 0, *Q2)
     with pytest.raises(MmRequestError, match="640x0"):
-        QwenVLFamily(QwenVLParams()).tokens_for_dimensions(640, 0)
+        QwenVLFamily(QwenVLParams()).plan(640, 0)
 
 
-def test_tokens_for_dimensions_counts_merged_patches():
+def test_plan_counts_merged_patches():
     fam = QwenVLFamily(QwenVLParams())
-    assert fam.tokens_for_dimensions(640, 480) == (476 // 14) * (644 // 14) // 4
+    assert fam.plan(640, 480).length == (476 // 14) * (644 // 14) // 4
     q3 = QwenVLFamily(QwenVLParams(patch_size=16, min_pixels=65536, max_pixels=16777216))
-    assert q3.tokens_for_dimensions(1920, 1080) == (1088 // 16) * (1920 // 16) // 4
+    assert q3.plan(1920, 1080).length == (1088 // 16) * (1920 // 16) // 4
     sg = QwenVLFamily(QwenVLParams(smart_resize="sglang"))
-    assert sg.tokens_for_dimensions(10, 1000) == (1008 // 14) * (28 // 14) // 4
+    assert sg.plan(10, 1000).length == (1008 // 14) * (28 // 14) // 4
 
 
 @pytest.mark.parametrize("variant", ["hf", "sglang"])
-def test_public_smart_resize_is_the_kernel_rule(variant):
+def test_public_smart_resize_is_the_plan_rule(variant):
     """`sglang_mm_qwen_vl.smart_resize` gives what the family resizes to, for both rules."""
-    from sglang_mm_qwen_vl import smart_resize
-
     want_of = {
         "hf": lambda h, w: hf_smart(h, w, *Q2),
         "sglang": lambda h, w: sglang_smart(h, w, *Q2),
@@ -136,5 +175,6 @@ def test_public_smart_resize_is_the_kernel_rule(variant):
                 smart_resize(h, w, *Q2, variant)
             continue
         assert smart_resize(h, w, *Q2, variant) == want, (h, w)
-        assert fam._kernel.target_size(h, w) == want, (h, w)
+        geometry = fam.plan(w, h).geometry
+        assert (geometry.height, geometry.width) == want, (h, w)
     assert smart_resize(480, 640, *Q2) == (476, 644)  # the default is HF's rule

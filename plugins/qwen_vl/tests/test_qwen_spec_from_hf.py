@@ -5,6 +5,8 @@ settings that cannot be honoured exactly are refused, by name."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -12,9 +14,9 @@ from typing import Any
 import pytest
 from sglang_mm_qwen_vl import QWEN2_VL, QWEN3_5, QWEN3_VL, QwenVLFamily, QwenVLParams, spec_from_hf
 
+from sglang_mm_core import Registry, load_spec
 from sglang_mm_core.errors import SpecError
-from sglang_mm_core.registry import Registry
-from sglang_mm_core.spec import load_spec
+from sglang_mm_core.plugin import ModelDir
 
 CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073]
 CLIP_STD = [0.26862954, 0.26130258, 0.27577711]
@@ -171,6 +173,14 @@ def model_dir(tmp_path: Path, pp: dict[str, Any], config: dict[str, Any]) -> Pat
     return d
 
 
+def files(pp: dict[str, Any], config: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """A model directory as its parsed files (``config.json`` only when given)."""
+    out = {"preprocessor_config.json": pp}
+    if config is not None:
+        out["config.json"] = config
+    return out
+
+
 def hf_processor(path: Path) -> Any:
     from transformers import Qwen2VLImageProcessorPil
 
@@ -196,8 +206,9 @@ def test_published_shapes(tmp_path, model):
         p["temporal_patch_size"],
     )
     assert list(hf.image_mean) == p["image_mean"] and list(hf.image_std) == p["image_std"]
-    # the dict form gives the same spec, and the spec loads
-    assert spec_from_hf(pp, config) == spec
+    # the parsed files, and a ModelDir of the directory, give the same spec; the spec loads
+    assert spec_from_hf(files(pp, config)) == spec
+    assert spec_from_hf(ModelDir.load(d)) == spec
     reg = Registry()
     reg.register_family(QwenVLFamily)
     assert load_spec(spec, registry=reg).params == QwenVLParams(**values)
@@ -259,24 +270,24 @@ def test_silent_file_takes_hf_class_defaults(tmp_path):
 )
 def test_unmatchable_settings_are_refused(change, message):
     with pytest.raises(SpecError, match=message):
-        spec_from_hf({**QWEN2_5_VL_PP, **change}, QWEN2_5_VL_CONFIG)
+        spec_from_hf(files({**QWEN2_5_VL_PP, **change}, QWEN2_5_VL_CONFIG))
 
 
 def test_size_without_edges_and_no_bounds_is_refused():
     pp = {k: v for k, v in QWEN3_VL_PP.items() if k != "size"}
     pp["size"] = {"longest_edge": 16777216}
     with pytest.raises(SpecError, match="size has no shortest_edge and there is no min_pixels"):
-        spec_from_hf(pp, QWEN3_VL_CONFIG)
+        spec_from_hf(files(pp, QWEN3_VL_CONFIG))
 
 
 def test_config_problems_are_refused():
     with pytest.raises(SpecError, match="model_type 'llava' is not a Qwen-VL model"):
-        spec_from_hf(QWEN2_VL_PP, {**QWEN2_VL_CONFIG, "model_type": "llava"})
+        spec_from_hf(files(QWEN2_VL_PP, {**QWEN2_VL_CONFIG, "model_type": "llava"}))
     config = {k: v for k, v in QWEN2_VL_CONFIG.items() if k != "vision_end_token_id"}
     with pytest.raises(SpecError, match=r"config\.json has no vision_end_token_id"):
-        spec_from_hf(QWEN2_VL_PP, config)
-    with pytest.raises(SpecError, match=r"needs config\.json"):
-        spec_from_hf(QWEN2_VL_PP)
+        spec_from_hf(files(QWEN2_VL_PP, config))
+    with pytest.raises(SpecError, match=r"config\.json not found"):
+        spec_from_hf(files(QWEN2_VL_PP))
 
 
 def test_directory_problems_are_refused(tmp_path):
@@ -290,16 +301,23 @@ def test_directory_problems_are_refused(tmp_path):
         QwenVLFamily.spec_from_hf(tmp_path)
 
 
-def test_cli_spec_from_hf(tmp_path, capsys):
-    from sglang_mm_core.cli import main
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sglang_mm_core", "spec-from-hf", *args],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
 
+
+def test_cli_spec_from_hf(tmp_path):
     d = model_dir(tmp_path, QWEN3_VL_PP, QWEN3_VL_CONFIG)
-    assert main(["spec-from-hf", str(d), "--family", "qwen_vl"]) == 0
-    spec = json.loads(capsys.readouterr().out)
+    named = _cli(str(d), "--family", "qwen_vl")
+    assert named.returncode == 0, named.stderr
+    spec = json.loads(named.stdout)
     assert spec == QwenVLFamily.spec_from_hf(d)
-    assert main(["spec-from-hf", str(d)]) == 0  # found among every installed family
-    assert json.loads(capsys.readouterr().out) == spec
+    found = _cli(str(d))  # found among every installed family
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout) == spec
     bad = model_dir(tmp_path / "bad", {**QWEN3_VL_PP, "do_resize": False}, QWEN3_VL_CONFIG)
-    assert main(["spec-from-hf", str(bad), "--family", "qwen_vl"]) == 1
-    err = capsys.readouterr().err
-    assert "do_resize=False" in err and "Traceback" not in err
+    refused = _cli(str(bad), "--family", "qwen_vl")
+    assert refused.returncode == 1
+    assert "do_resize=False" in refused.stderr and "Traceback" not in refused.stderr

@@ -1,30 +1,34 @@
-"""Two toy families. ``toy``: per-patch channel means, one token per patch, each image wrapped
-as ``<start> <img>*n <end>`` (an `Explicit` layout whose content range excludes the wrappers),
-plain RoPE. ``toy_mrope``: 2x2-merged patches (four feature rows per token), a `Repeat` layout
-and Qwen-style MRoPE; it needs at least one image."""
+"""Two toy families with kernels of their own (numpy, no table, so no compact form): a
+family the core cannot compose still only describes its plan and its feature. ``toy``:
+per-patch channel means, one token per patch, each image wrapped as ``<start> <img>*n <end>``
+(an `Explicit` pattern whose content range excludes the wrappers), plain RoPE. ``toy_mrope``:
+2x2-merged patches (four feature rows per token), a `Repeat` pattern and Qwen-style MRoPE; it
+needs at least one image."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import Field
 
-from sglang_mm_core import (
+from sglang_mm_core.plugin import (
     DecodeDefaults,
     Explicit,
     Family,
     FamilyParams,
+    Features,
     Geometry,
     KernelArgumentError,
     MRope,
-    ProcessedItem,
+    Plan,
     Repeat,
     Rope1D,
     Tensor,
-    TokenLayout,
-    layout_by_placeholder_patterns,
+    Writer,
     mrope_positions,
 )
 
@@ -48,85 +52,73 @@ def patch_means(image: npt.NDArray[np.uint8], patch: int) -> npt.NDArray[np.floa
     return sums.reshape(gh * gw, 3).astype(np.float32) / np.float32(patch * patch * 255)
 
 
-class ToyFamily(Family):
-    name = "toy"
-    Params = ToyParams
-    decode_defaults = DecodeDefaults(alpha="white", exif_orientation=True)
+@dataclass(frozen=True)
+class MeansPerToken(Writer):
+    """A writer of the toys' own layout: ``rows_per_token`` rows of 3 means per token."""
 
-    params: ToyParams
+    rows_per_token: int = 1
+    kind: ClassVar[str] = "toy_means"
+
+    def shape(self, plan: Plan) -> tuple[int, ...]:
+        n = plan.tokens.count if isinstance(plan.tokens, Repeat) else plan.content
+        return (n * self.rows_per_token, 3)
+
+
+class ToyFamily(Family[ToyParams]):
+    name = "toy"
+    decode_defaults = DecodeDefaults(alpha="white", exif_orientation=True)
 
     def rejected_conformance_sizes(self) -> tuple[tuple[int, int], ...]:
         return ((MAX_ASPECT + 1, 1), (1, MAX_ASPECT + 1))
 
-    def _grid(self, width: int, height: int) -> tuple[int, int]:
+    def plan(self, width: int, height: int) -> Plan:
         if max(width, height) > MAX_ASPECT * min(width, height):
             raise KernelArgumentError(f"aspect ratio of {width}x{height} is over {MAX_ASPECT}")
-        p = self.params.patch
-        return -(-height // p), -(-width // p)
-
-    def process_item(self, image: npt.NDArray[np.uint8], *, threads: int = 1) -> ProcessedItem:
-        h, w, _ = image.shape
-        gh, gw = self._grid(w, h)
-        feature = patch_means(image, self.params.patch)
-        grid = np.array([gh, gw], dtype=np.int64)
-        return ProcessedItem(
-            Tensor.of(feature), {"grid": Tensor.of(grid)}, Geometry(h, w, (gh, gw))
-        )
-
-    def _pattern(self, tokens: int) -> Explicit:
         p = self.params
-        ids = (p.start_id, *([p.image_token_id] * tokens), p.end_id)
-        return Explicit(ids, content=(1, tokens + 1))
+        gh, gw = -(-height // p.patch), -(-width // p.patch)
+        n = gh * gw
+        ids = (p.start_id, *([p.image_token_id] * n), p.end_id)
+        return Plan(Explicit(ids, content=(1, n + 1)), Geometry(height, width, (gh, gw)))
 
-    def layout(
-        self, input_ids: npt.NDArray[np.int64], geometries: Sequence[Geometry]
-    ) -> TokenLayout:
-        patterns = [self._pattern(self.tokens_for(g)) for g in geometries]
-        return layout_by_placeholder_patterns(input_ids, self.params.image_token_id, patterns)
+    def features(self) -> Features:
+        return Features(table=None, writer=MeansPerToken())
 
-    def tokens_for(self, geometry: Geometry) -> int:
-        gh, gw = geometry.grid
-        return gh * gw
+    def kernel(
+        self, image: npt.NDArray[np.uint8], plan: Plan, *, codes: bool, threads: int
+    ) -> npt.NDArray[Any]:
+        return patch_means(image, self.params.patch)
 
-    def tokens_for_dimensions(self, width: int, height: int) -> int:
-        gh, gw = self._grid(width, height)
-        return gh * gw
-
-    def prompt_tokens_for_dimensions(self, width: int, height: int) -> int:
-        return self.tokens_for_dimensions(width, height) + 2
+    def aux(self, plan: Plan) -> Mapping[str, Tensor]:
+        return {"grid": Tensor.of(np.array(plan.geometry.grid, dtype=np.int64))}
 
 
-class ToyMRopeFamily(Family):
+class ToyMRopeFamily(Family[ToyParams]):
     name = "toy_mrope"
-    Params = ToyParams
     decode_defaults = DecodeDefaults(alpha="drop", exif_orientation=False)
     requires_images = True
 
-    params: ToyParams
-
-    def _grid(self, width: int, height: int) -> tuple[int, int]:
+    def plan(self, width: int, height: int) -> Plan:
         cell = 2 * self.params.patch
-        return 2 * -(-height // cell), 2 * -(-width // cell)
+        gh, gw = 2 * -(-height // cell), 2 * -(-width // cell)
+        tokens = Repeat(self.params.image_token_id, gh * gw // 4)
+        return Plan(tokens, Geometry(height, width, (1, gh, gw)))
 
-    def process_item(self, image: npt.NDArray[np.uint8], *, threads: int = 1) -> ProcessedItem:
+    def features(self) -> Features:
+        return Features(table=None, writer=MeansPerToken(rows_per_token=4))
+
+    def kernel(
+        self, image: npt.NDArray[np.uint8], plan: Plan, *, codes: bool, threads: int
+    ) -> npt.NDArray[Any]:
         h, w, _ = image.shape
-        gh, gw = self._grid(w, h)
+        _, gh, gw = plan.geometry.grid
         p = self.params.patch
         padded = np.zeros((gh * p, gw * p, 3), dtype=np.uint8)
         padded[:h, :w] = image
         means = patch_means(padded, p).reshape(gh // 2, 2, gw // 2, 2, 3)
-        feature = np.ascontiguousarray(means.transpose(0, 2, 1, 3, 4)).reshape(gh * gw, 3)
-        thw = np.array([[1, gh, gw]], dtype=np.int64)
-        return ProcessedItem(
-            Tensor.of(feature), {"image_grid_thw": Tensor.of(thw)}, Geometry(h, w, (1, gh, gw))
-        )
+        return np.ascontiguousarray(means.transpose(0, 2, 1, 3, 4)).reshape(gh * gw, 3)
 
-    def layout(
-        self, input_ids: npt.NDArray[np.int64], geometries: Sequence[Geometry]
-    ) -> TokenLayout:
-        tok = self.params.image_token_id
-        patterns = [Repeat(tok, self.tokens_for(g)) for g in geometries]
-        return layout_by_placeholder_patterns(input_ids, tok, patterns)
+    def aux(self, plan: Plan) -> Mapping[str, Tensor]:
+        return {"image_grid_thw": Tensor.of(np.array([plan.geometry.grid], dtype=np.int64))}
 
     def positions(
         self,
@@ -137,11 +129,3 @@ class ToyMRopeFamily(Family):
     ) -> Rope1D | MRope:
         grids = [(1, g.grid[1] // 2, g.grid[2] // 2) for g in geometries]
         return mrope_positions(length, offsets, grids)
-
-    def tokens_for(self, geometry: Geometry) -> int:
-        _, gh, gw = geometry.grid
-        return gh * gw // 4
-
-    def tokens_for_dimensions(self, width: int, height: int) -> int:
-        gh, gw = self._grid(width, height)
-        return gh * gw // 4

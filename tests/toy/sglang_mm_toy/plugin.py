@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sglang_mm_core import Family, hookimpl
+from sglang_mm_core.plugin import Family, hookimpl
 
 from .family import ToyFamily, ToyMRopeFamily
 

@@ -1,146 +1,54 @@
-//! One image end to end: argument checks, the rescale rule, Pillow-exact Lanczos, the patch
-//! grid. Pure Rust with no Python types, so the bindings only convert and release the GIL.
+//! One image end to end on the core's feature pipeline: the bf16 table, Inkling's cut of the
+//! image ([`crate::rules`]) written by `features::compose` (Lanczos resize, padded HWC
+//! patches), and the decode in front of it. Pure Rust with no Python types, so the bindings
+//! only convert and release the GIL.
+
+use std::sync::OnceLock;
 
 use mm_kernels::decode::{self, Alpha, DecodeOptions};
-use mm_kernels::resize::{PassOrder, Resample, ResizePlan};
-use mm_kernels::{dims, KernelError, Par, Result, RgbView};
+use mm_kernels::features::{self, Arith, Bf16Table, Bf16Values, Recipe, Table, Writer};
+use mm_kernels::{Par, Result, RgbView};
 
-use crate::lut::Tables;
-use crate::patchify::{patchify, patchify_codes, Patches};
+use crate::rules::{Args, Cut, RESIZE};
 
-/// Most pixels a rescaled image may have (Pillow's bomb threshold, as for decoded images), so a
-/// huge `rescale_frac` is refused before the resize allocates.
-pub const MAX_RESCALED_PIXELS: u64 = mm_kernels::MAX_IMAGE_PIXELS;
+/// OpenAI CLIP's normalisation constants (the core's `CLIP_MEAN` / `CLIP_STD`).
+const CLIP_MEAN: [f64; 3] = [0.48145466, 0.4578275, 0.40821073];
+const CLIP_STD: [f64; 3] = [0.26862954, 0.26130258, 0.27577711];
 
-/// Validated arguments of one call: the patch size and the rescale rule.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Args {
-    pub patch_size: usize,
-    pub frac: Option<f64>,
-    pub cap: Option<u32>,
+/// The family's table, built once per process: every step in float32, rounded to bfloat16,
+/// padding the arithmetic of the sample `-1` (the reference's `f32(-1/255)`). The family's
+/// `features()` declares the same table, so both paths give the same bits.
+pub fn table() -> Result<&'static Bf16Table> {
+    static TABLE: OnceLock<Bf16Table> = OnceLock::new();
+    if let Some(t) = TABLE.get() {
+        return Ok(t);
+    }
+    let t = Table::new(CLIP_MEAN, CLIP_STD, 1.0 / 255.0, Arith::Float32)?
+        .with_pad_sample(-1)
+        .bf16();
+    Ok(TABLE.get_or_init(|| t))
 }
 
-impl Args {
-    /// Check the raw Python-side values with the rules of `docs/families/inkling.md` (the same rules
-    /// the spec's `Params` enforce), naming the offending value.
-    pub fn new(patch_size: i64, frac: Option<f64>, cap: Option<i64>) -> Result<Self> {
-        let bad = |msg: String| Err(KernelError::InvalidArgument(msg));
-        let patch_size = match usize::try_from(patch_size) {
-            Ok(ps) if ps > 0 => ps,
-            _ => {
-                return bad(format!(
-                    "patch_size must be greater than zero, got {patch_size}"
-                ))
-            }
-        };
-        if let Some(f) = frac {
-            if !f.is_finite() || f <= 0.0 {
-                return bad(format!(
-                    "rescale_frac must be finite and greater than zero, got {f}"
-                ));
-            }
-        }
-        let cap = match cap {
-            None => None,
-            Some(c) => {
-                let Ok(c32) = u32::try_from(c) else {
-                    return bad(format!("rescale_cap must be in 1..={}, got {c}", u32::MAX));
-                };
-                if c32 == 0 {
-                    return bad(format!("rescale_cap must be greater than zero, got {c}"));
-                }
-                match frac {
-                    Some(f) if f > 1.0 => {}
-                    other => {
-                        let f = other.map_or("None".to_string(), |f| f.to_string());
-                        return bad(format!(
-                            "rescale_cap={c} caps upscaling and needs rescale_frac above 1, \
-                             got rescale_frac={f}"
-                        ));
-                    }
-                }
-                Some(c32)
-            }
-        };
-        Ok(Self {
-            patch_size,
-            frac,
-            cap,
-        })
-    }
-
-    /// The size the image is resized to before patching (unchanged without a fraction).
-    pub fn scaled_size(&self, width: usize, height: usize) -> Result<(usize, usize)> {
-        let Some(frac) = self.frac else {
-            return Ok((width, height));
-        };
-        let side = |s: usize| {
-            u32::try_from(s).map_err(|_| {
-                KernelError::InvalidArgument(format!("image side {s} is too large to rescale"))
-            })
-        };
-        let (w, h) = dims::scaled_dims(side(width)?, side(height)?, frac, self.cap);
-        Ok((w as usize, h as usize))
-    }
-}
-
-/// The resize [`process_rgb`] does to a `width x height` image: the size patches are cut from
-/// and the plan (`None` when the rule keeps the size), with its errors in its order.
-pub fn plan_for(
-    width: usize,
-    height: usize,
-    args: &Args,
-) -> Result<(usize, usize, Option<ResizePlan>)> {
-    let (w, h) = args.scaled_size(width, height)?;
-    if (w, h) == (width, height) {
-        return Ok((w, h, None));
-    }
-    if (w as u64).saturating_mul(h as u64) > MAX_RESCALED_PIXELS {
-        return Err(KernelError::Limit(format!(
-            "rescaling {width}x{height} by {:?} gives {w}x{h}, over the limit of \
-             {MAX_RESCALED_PIXELS} pixels",
-            args.frac.unwrap_or(1.0)
-        )));
-    }
-    let plan = ResizePlan::new(
-        width,
-        height,
-        w,
-        h,
-        Resample::PilLanczos,
-        PassOrder::Pillow13,
-    )?;
-    Ok((w, h, Some(plan)))
+/// Flat single-frame bf16 bits `[nph * npw, ps, ps, 3]` plus the cut they were written on.
+#[derive(Debug)]
+pub struct Patches {
+    pub cut: Cut,
+    pub bits: Vec<u16>,
 }
 
 /// Rescale (when the rule changes the size) and patchify a decoded RGB image.
-pub fn process_rgb(img: RgbView<'_>, args: &Args, tables: &Tables, par: &Par) -> Result<Patches> {
-    match plan_for(img.width, img.height, args)? {
-        (_, _, None) => patchify(img, args.patch_size, tables, par),
-        (_, _, Some(plan)) => {
-            let resized = plan.run(img, par)?;
-            patchify(resized.view(), args.patch_size, tables, par)
-        }
-    }
-}
-
-/// [`process_rgb`] in the compact form: `(height, width, nph, npw, codes)`, the codes of
-/// [`crate::patchify::patchify_codes`].
-pub fn process_codes(
-    img: RgbView<'_>,
-    args: &Args,
-    par: &Par,
-) -> Result<(usize, usize, usize, usize, Vec<u8>)> {
-    let resized;
-    let view = match plan_for(img.width, img.height, args)? {
-        (_, _, None) => img,
-        (_, _, Some(plan)) => {
-            resized = plan.run(img, par)?;
-            resized.view()
-        }
+pub fn process_rgb(img: RgbView<'_>, args: &Args, par: &Par) -> Result<Patches> {
+    let cut = Cut::new(img.width, img.height, args)?;
+    let recipe = Recipe {
+        resize: RESIZE,
+        writer: Writer::HwcPatches(cut.patch_size),
     };
-    let (nph, npw, codes) = patchify_codes(view, args.patch_size, par)?;
-    Ok((view.height, view.width, nph, npw, codes))
+    let enc = Bf16Values(table()?);
+    let out = features::compose(img, &[cut.part()], &recipe, &enc, par)?;
+    Ok(Patches {
+        cut,
+        bits: out.data,
+    })
 }
 
 /// The reference's decode: Pillow's `Image.open(...).convert("RGB")`, no EXIF transpose.
@@ -154,51 +62,85 @@ pub fn decode_options() -> DecodeOptions {
 
 /// Encoded bytes to patches, as the original module's `decode_patchify`. With two threads or
 /// more the decode overlaps the resize and patching ([`crate::stream`]); same bits either way.
-pub fn decode_patchify(data: &[u8], args: &Args, tables: &Tables, par: &Par) -> Result<Patches> {
+pub fn decode_patchify(data: &[u8], args: &Args, par: &Par) -> Result<Patches> {
     if par.threads() >= 2 {
-        return crate::stream::decode_patchify(data, args, tables, par);
+        return crate::stream::decode_patchify(data, args, par);
     }
     let img = decode::decode_rgb(data, &decode_options())?;
-    process_rgb(img.view(), args, tables, par)
+    process_rgb(img.view(), args, par)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn noise(n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i * 7 % 251) as u8).collect()
+    }
+
+    /// The reference's arithmetic, written out: `(f32(v) * f32(1/255) - mean) / std` in
+    /// float32, rounded to bfloat16; the pad from `f32(-1/255)`.
     #[test]
-    fn argument_rules() {
-        assert!(Args::new(40, Some(2.0), Some(2048)).is_ok());
-        assert!(Args::new(40, None, None).is_ok());
-        for (ps, frac, cap) in [
-            (0, None, None),
-            (-1, None, None),
-            (40, Some(-1.0), None),
-            (40, Some(0.0), None),
-            (40, Some(f64::NAN), None),
-            (40, Some(f64::INFINITY), None),
-            (40, None, Some(2048)),
-            (40, Some(1.0), Some(2048)),
-            (40, Some(2.0), Some(0)),
-            (40, Some(2.0), Some(i64::MAX)),
-        ] {
-            assert!(
-                matches!(
-                    Args::new(ps, frac, cap),
-                    Err(KernelError::InvalidArgument(_))
-                ),
-                "{ps} {frac:?} {cap:?}"
-            );
+    fn table_is_the_references_arithmetic() {
+        let t = table().unwrap();
+        let inv = (1.0f64 / 255.0) as f32;
+        let value =
+            |x: f32, c: usize| features::bf16_rne((x - CLIP_MEAN[c] as f32) / CLIP_STD[c] as f32);
+        for c in 0..3 {
+            for v in 0..256 {
+                assert_eq!(t.values()[c][v], value(v as f32 * inv, c), "{c} {v}");
+            }
         }
+        assert_eq!(t.pad(), Some([0, 1, 2].map(|c| value(-inv, c))));
     }
 
     #[test]
-    fn scaled_size_follows_the_spec_vectors() {
-        let a = Args::new(40, Some(2.0), Some(120)).unwrap();
-        assert_eq!(a.scaled_size(80, 60).unwrap(), (120, 90));
-        let a = Args::new(40, Some(2.0), Some(2048)).unwrap();
-        assert_eq!(a.scaled_size(1920, 1080).unwrap(), (2048, 1152));
-        let a = Args::new(40, None, None).unwrap();
-        assert_eq!(a.scaled_size(7, 5).unwrap(), (7, 5));
+    fn every_thread_count_writes_the_same_bits() {
+        let (w, h, ps) = (37, 23, 5);
+        let data = noise(w * h * 3);
+        let img = RgbView::new(w, h, &data).unwrap();
+        let args = Args::new(ps as i64, None, None).unwrap();
+        let t = table().unwrap();
+        let one = process_rgb(img, &args, &Par::inline()).unwrap();
+        assert_eq!((one.cut.nph, one.cut.npw), (5, 8));
+        assert_eq!(one.bits.len(), 5 * 8 * ps * ps * 3);
+        for threads in 2..6 {
+            let again = process_rgb(img, &args, &Par::new(threads)).unwrap();
+            assert_eq!(again.bits, one.bits);
+        }
+        // Patch (1, 2), pixel (3, 4): source pixel (8, 14).
+        let k = ((8 + 2) * ps * ps + 3 * ps + 4) * 3;
+        let s = (8 * w + 14) * 3;
+        let want = [0, 1, 2].map(|c| t.values()[c][usize::from(data[s + c])]);
+        assert_eq!(one.bits[k..k + 3], want);
+        // The last column (x0 = 35) has two pixels, then padding.
+        let last = ((7 * ps) * ps + 2) * 3;
+        assert_eq!(
+            Some([one.bits[last], one.bits[last + 1], one.bits[last + 2]]),
+            t.pad()
+        );
+    }
+
+    #[test]
+    fn a_rescale_goes_through_the_lanczos_resize() {
+        let (w, h) = (31, 17);
+        let data = noise(w * h * 3);
+        let img = RgbView::new(w, h, &data).unwrap();
+        let args = Args::new(8, Some(2.0), None).unwrap();
+        let got = process_rgb(img, &args, &Par::new(3)).unwrap();
+        let resized = mm_kernels::resize::resize_rgb(
+            img,
+            62,
+            34,
+            RESIZE.resample,
+            RESIZE.order,
+            &Par::inline(),
+        )
+        .unwrap();
+        let plain = Args::new(8, None, None).unwrap();
+        let want = process_rgb(resized.view(), &plain, &Par::inline()).unwrap();
+        assert_eq!((got.cut.width, got.cut.height), (62, 34));
+        assert_eq!(got.cut, want.cut);
+        assert_eq!(got.bits, want.bits);
     }
 }

@@ -1,30 +1,20 @@
-//! `sglang_mm_inkling._native`: the Inkling kernel and the original `inkling` module's API
-//! (`preprocess_images`, `decode_patchify`, `decode_patchify_batch`, `patchify_rgb`,
-//! `rescale_patchify_hash`). Every
-//! call that touches pixels releases the GIL; batches fan out through `mm_kernels::Par` and
-//! keep input order.
+//! `sglang_mm_inkling._native`: the original `inkling` module's API (`preprocess_images`,
+//! `decode_patchify`, `decode_patchify_batch`, `patchify_rgb`, `rescale_patchify_hash`) on the
+//! core's feature pipeline. Every call that touches pixels releases the GIL; batches fan out
+//! through `mm_kernels::Par` and keep input order. (The family itself needs none of this: the
+//! core composes its feature from the same table and writer.)
 
 mod kernel;
-mod lut;
-mod patchify;
+mod rules;
 mod stream;
 
-use std::sync::OnceLock;
-
-use kernel::Args;
-use lut::Tables;
+use kernel::Patches;
 use mm_kernels::{hash, KernelError, Par};
 use mm_pyglue::{bytes_snapshot, rgb_view, to_pyerr};
-use numpy::{PyArray1, PyArray2, PyReadonlyArray3};
-use patchify::Patches;
+use numpy::{PyArray1, PyReadonlyArray3};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
-
-/// The three channel tables, built once per process.
-fn tables() -> &'static Tables {
-    static TABLES: OnceLock<Tables> = OnceLock::new();
-    TABLES.get_or_init(lut::tables)
-}
+use rules::Args;
 
 /// The pool of one call. The caller (the Python wrappers of `sglang_mm_inkling.api`) always
 /// says how many threads: the size is decided once, by the core's driver, never here.
@@ -82,7 +72,7 @@ fn run_batch(
             } else {
                 0
             };
-            kernel::decode_patchify(data, args, tables(), &inner).map(|p| (p, hash))
+            kernel::decode_patchify(data, args, &inner).map(|p| (p, hash))
         })
     });
     let mut out = Vec::with_capacity(results.len());
@@ -106,7 +96,7 @@ fn batch_list<'py>(
     let items = done
         .into_iter()
         .map(|(p, h)| {
-            let (height, width, bits) = (p.height, p.width, bits_array(py, p.bits));
+            let (height, width, bits) = (p.cut.height, p.cut.width, bits_array(py, p.bits));
             if with_hash {
                 (height, width, bits, h).into_pyobject(py)
             } else {
@@ -117,34 +107,10 @@ fn batch_list<'py>(
     PyList::new(py, items)
 }
 
-/// `(h, w, nph, npw, bits)` of one processed image.
-type Processed<'py> = (usize, usize, usize, usize, Bound<'py, PyArray1<u16>>);
-
-/// `process_rgb(arr, patch_size, rescale_frac=None, rescale_cap=None, threads=1)
-/// -> (h, w, nph, npw, bits)`: the family kernel on a decoded `[h, w, 3]` uint8 image.
-#[pyfunction]
-#[pyo3(signature = (arr, patch_size, rescale_frac=None, rescale_cap=None, threads=1))]
-fn process_rgb<'py>(
-    py: Python<'py>,
-    arr: PyReadonlyArray3<'py, u8>,
-    patch_size: i64,
-    rescale_frac: Option<f64>,
-    rescale_cap: Option<i64>,
-    threads: usize,
-) -> PyResult<Processed<'py>> {
-    let args = args(py, patch_size, rescale_frac, rescale_cap)?;
-    let view = rgb_view(&arr).map_err(|e| to_pyerr(py, e))?;
-    let par = Par::new(threads);
-    let p = py
-        .detach(|| kernel::process_rgb(view, &args, tables(), &par))
-        .map_err(|e| to_pyerr(py, e))?;
-    Ok((p.height, p.width, p.nph, p.npw, bits_array(py, p.bits)))
-}
-
 /// `rescale_patchify_hash(arr, raw_bytes, patch_size, rescale_frac=None, rescale_cap=None,
-/// *, threads) -> (h, w, bits, hash)`: `process_rgb` on an image the caller decoded itself,
-/// plus the content hash of its encoded bytes `raw_bytes` (so the hash names the source, not
-/// the pixels), both with the GIL released.
+/// *, threads) -> (h, w, bits, hash)`: the rescale and patches of an image the caller decoded
+/// itself, plus the content hash of its encoded bytes `raw_bytes` (so the hash names the
+/// source, not the pixels), both with the GIL released.
 #[pyfunction]
 #[pyo3(signature = (arr, raw_bytes, patch_size, rescale_frac=None, rescale_cap=None, *, threads))]
 fn rescale_patchify_hash<'py>(
@@ -164,35 +130,10 @@ fn rescale_patchify_hash<'py>(
     let (p, h) = py
         .detach(|| {
             let h = hash::content_hash(raw);
-            kernel::process_rgb(view, &args, tables(), &par).map(|p| (p, h))
+            kernel::process_rgb(view, &args, &par).map(|p| (p, h))
         })
         .map_err(|e| to_pyerr(py, e))?;
-    Ok((p.height, p.width, bits_array(py, p.bits), h))
-}
-
-/// `(h, w, nph, npw, codes)` of one image in the compact form.
-type Codes<'py> = (usize, usize, usize, usize, Bound<'py, PyArray1<u8>>);
-
-/// `process_rgb_compact(arr, patch_size, rescale_frac=None, rescale_cap=None, threads=1)
-/// -> (h, w, nph, npw, codes)`: `process_rgb` in the compact form, uint8 codes (0 at padding)
-/// that `bf16_tables()` expands to its bits.
-#[pyfunction]
-#[pyo3(signature = (arr, patch_size, rescale_frac=None, rescale_cap=None, threads=1))]
-fn process_rgb_compact<'py>(
-    py: Python<'py>,
-    arr: PyReadonlyArray3<'py, u8>,
-    patch_size: i64,
-    rescale_frac: Option<f64>,
-    rescale_cap: Option<i64>,
-    threads: usize,
-) -> PyResult<Codes<'py>> {
-    let args = args(py, patch_size, rescale_frac, rescale_cap)?;
-    let view = rgb_view(&arr).map_err(|e| to_pyerr(py, e))?;
-    let par = Par::new(threads);
-    let (h, w, nph, npw, codes) = py
-        .detach(|| kernel::process_codes(view, &args, &par))
-        .map_err(|e| to_pyerr(py, e))?;
-    Ok((h, w, nph, npw, PyArray1::from_vec(py, codes)))
+    Ok((p.cut.height, p.cut.width, bits_array(py, p.bits), h))
 }
 
 /// `patchify_rgb(arr, patch_size) -> bits`: patches of an RGB image as it is (no rescale).
@@ -208,7 +149,7 @@ fn patchify_rgb<'py>(
     let view = rgb_view(&arr).map_err(|e| to_pyerr(py, e))?;
     let par = par_for(py, threads)?;
     let p = py
-        .detach(|| patchify::patchify(view, args.patch_size, tables(), &par))
+        .detach(|| kernel::process_rgb(view, &args, &par))
         .map_err(|e| to_pyerr(py, e))?;
     Ok(bits_array(py, p.bits))
 }
@@ -230,9 +171,9 @@ fn decode_patchify<'py>(
     let slice = bytes.as_bytes();
     let par = par_for(py, threads)?;
     let p = py
-        .detach(|| kernel::decode_patchify(slice, &args, tables(), &par))
+        .detach(|| kernel::decode_patchify(slice, &args, &par))
         .map_err(|e| to_pyerr(py, e))?;
-    Ok((p.height, p.width, bits_array(py, p.bits)))
+    Ok((p.cut.height, p.cut.width, bits_array(py, p.bits)))
 }
 
 /// `decode_patchify_batch(datas, ...) -> list[(h, w, bits)]`, in input order.
@@ -266,39 +207,13 @@ fn preprocess_images<'py>(
     batch_list(py, datas, &args, threads, true)
 }
 
-/// `scaled_size(w, h, rescale_frac=None, rescale_cap=None) -> (w, h)`: the rescale rule alone
-/// (for token counts from image headers).
-#[pyfunction]
-#[pyo3(signature = (width, height, rescale_frac=None, rescale_cap=None))]
-fn scaled_size(
-    py: Python<'_>,
-    width: usize,
-    height: usize,
-    rescale_frac: Option<f64>,
-    rescale_cap: Option<i64>,
-) -> PyResult<(usize, usize)> {
-    let args = args(py, 1, rescale_frac, rescale_cap)?;
-    args.scaled_size(width, height).map_err(|e| to_pyerr(py, e))
-}
-
-/// The kernel's lookup tables, `[3, 257]` bf16 bits (entry 256 is the pad value), for tests.
-#[pyfunction]
-fn bf16_tables(py: Python<'_>) -> PyResult<Bound<'_, PyArray2<u16>>> {
-    let rows: Vec<Vec<u16>> = tables().iter().map(|t| t.to_vec()).collect();
-    Ok(PyArray2::from_vec2(py, &rows)?)
-}
-
 #[pymodule(name = "_native")]
 fn sglang_mm_inkling_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(process_rgb, m)?)?;
-    m.add_function(wrap_pyfunction!(process_rgb_compact, m)?)?;
     m.add_function(wrap_pyfunction!(rescale_patchify_hash, m)?)?;
     m.add_function(wrap_pyfunction!(patchify_rgb, m)?)?;
     m.add_function(wrap_pyfunction!(decode_patchify, m)?)?;
     m.add_function(wrap_pyfunction!(decode_patchify_batch, m)?)?;
     m.add_function(wrap_pyfunction!(preprocess_images, m)?)?;
-    m.add_function(wrap_pyfunction!(scaled_size, m)?)?;
-    m.add_function(wrap_pyfunction!(bf16_tables, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -6,6 +6,7 @@
 use std::mem::MaybeUninit;
 
 use super::alloc::{stream, Store};
+use super::simd::split_planes;
 use super::table::{Bf16Table, Table};
 
 /// How a run of pixels is spread over the output: channel `c`, copy `t` of a run of `n`
@@ -49,6 +50,30 @@ pub trait Encode: Sync {
                     *d = self.encode(c, px[c]);
                 }
             }
+        }
+    }
+
+    /// Encode interleaved RGB pixels `src` into interleaved `dst` (same length), every element
+    /// written; [`Codes`] copies them.
+    #[inline]
+    fn encode_pixels(&self, src: &[u8], dst: &mut [MaybeUninit<Self::Out>]) {
+        for (d, s) in dst.chunks_exact_mut(3).zip(src.chunks_exact(3)) {
+            d[0].write(self.encode(0, s[0]));
+            d[1].write(self.encode(1, s[1]));
+            d[2].write(self.encode(2, s[2]));
+        }
+    }
+
+    /// Encode interleaved RGB pixels `src` into three planes (each `src.len() / 3` long),
+    /// every element written; [`Codes`] splits them with SIMD shuffles.
+    #[inline]
+    fn encode_planes(&self, src: &[u8], planes: [&mut [MaybeUninit<Self::Out>]; 3]) {
+        let [p0, p1, p2] = planes;
+        let lanes = p0.iter_mut().zip(p1.iter_mut()).zip(p2.iter_mut());
+        for (((d0, d1), d2), p) in lanes.zip(src.chunks_exact(3)) {
+            d0.write(self.encode(0, p[0]));
+            d1.write(self.encode(1, p[1]));
+            d2.write(self.encode(2, p[2]));
         }
     }
 
@@ -153,6 +178,17 @@ impl Encode for Codes {
 
     fn is_codes(&self) -> bool {
         true
+    }
+
+    #[inline]
+    fn encode_pixels(&self, src: &[u8], dst: &mut [MaybeUninit<u8>]) {
+        dst.write_copy_of_slice(src);
+    }
+
+    #[inline]
+    fn encode_planes(&self, src: &[u8], planes: [&mut [MaybeUninit<u8>]; 3]) {
+        let [p0, p1, p2] = planes;
+        split_planes(src, p0, p1, p2);
     }
 }
 

@@ -119,11 +119,7 @@ fn write_row<E: Encode>(
             let n = match rows {
                 Some(r) if y < inside_rows => {
                     let px = &r.row(y)[x0 * 3..(x0 + inside) * 3];
-                    for (d, s) in line.chunks_exact_mut(3).zip(px.chunks_exact(3)) {
-                        d[0].write(enc.encode(0, s[0]));
-                        d[1].write(enc.encode(1, s[1]));
-                        d[2].write(enc.encode(2, s[2]));
-                    }
+                    enc.encode_pixels(px, &mut line[..inside * 3]);
                     inside * 3
                 }
                 _ => 0,

@@ -155,15 +155,7 @@ fn fill<E: Encode>(
                 };
                 let (at, end) = (yy * tw, (yy + 1) * tw);
                 let (q0, q1, q2) = (&mut p0[at..end], &mut p1[at..end], &mut p2[at..end]);
-                let lanes = q0[..inside]
-                    .iter_mut()
-                    .zip(q1[..inside].iter_mut())
-                    .zip(q2[..inside].iter_mut());
-                for (((d0, d1), d2), p) in lanes.zip(px.chunks_exact(3)) {
-                    d0.write(enc.encode(0, p[0]));
-                    d1.write(enc.encode(1, p[1]));
-                    d2.write(enc.encode(2, p[2]));
-                }
+                enc.encode_planes(px, [&mut q0[..inside], &mut q1[..inside], &mut q2[..inside]]);
                 for (q, v) in [q0, q1, q2].into_iter().zip(pad) {
                     for d in &mut q[inside..] {
                         d.write(v);

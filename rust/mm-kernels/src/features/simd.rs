@@ -9,21 +9,63 @@ pub(crate) fn has_avx2() -> bool {
     std::arch::is_x86_feature_detected!("avx2")
 }
 
-/// Interleaved RGB samples into the planes `r`, `g` and `b` (each at least `rgb.len() / 3`
-/// long).
-pub(crate) fn split_planes(rgb: &[u8], red: &mut [u8], green: &mut [u8], blue: &mut [u8]) {
+/// A byte buffer a plane can be split into: initialised (`[u8]`) or not (`[MaybeUninit<u8>]`).
+pub(crate) trait Plane {
+    /// Its length.
+    fn len(&self) -> usize;
+    /// Where its first byte goes.
+    fn as_mut_u8_ptr(&mut self) -> *mut u8;
+    /// Byte `i` set to `v`.
+    fn set(&mut self, i: usize, v: u8);
+}
+
+impl Plane for [u8] {
+    fn len(&self) -> usize {
+        <[u8]>::len(self)
+    }
+    fn as_mut_u8_ptr(&mut self) -> *mut u8 {
+        self.as_mut_ptr()
+    }
+    fn set(&mut self, i: usize, v: u8) {
+        self[i] = v;
+    }
+}
+
+impl Plane for [std::mem::MaybeUninit<u8>] {
+    fn len(&self) -> usize {
+        <[std::mem::MaybeUninit<u8>]>::len(self)
+    }
+    fn as_mut_u8_ptr(&mut self) -> *mut u8 {
+        self.as_mut_ptr().cast()
+    }
+    fn set(&mut self, i: usize, v: u8) {
+        self[i].write(v);
+    }
+}
+
+/// Interleaved RGB samples into the planes `red`, `green` and `blue` (each at least
+/// `rgb.len() / 3` long): every one of their first `rgb.len() / 3` bytes is written.
+pub(crate) fn split_planes<P: Plane + ?Sized>(
+    rgb: &[u8],
+    red: &mut P,
+    green: &mut P,
+    blue: &mut P,
+) {
     let n = rgb.len() / 3;
+    assert!(red.len() >= n && green.len() >= n && blue.len() >= n, "planes are too short");
     #[allow(unused_mut)]
     let mut done = 0;
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("ssse3") {
-        // SAFETY: the CPU has SSSE3, checked just above.
-        done = unsafe { ssse3::split_planes(rgb, red, green, blue) };
+        let planes = [red.as_mut_u8_ptr(), green.as_mut_u8_ptr(), blue.as_mut_u8_ptr()];
+        // SAFETY: the CPU has SSSE3 (checked just above), and each plane holds at least `n`
+        // bytes (asserted above), all the function writes.
+        done = unsafe { ssse3::split_planes(rgb, planes, n) };
     }
     for i in done..n {
-        red[i] = rgb[3 * i];
-        green[i] = rgb[3 * i + 1];
-        blue[i] = rgb[3 * i + 2];
+        red.set(i, rgb[3 * i]);
+        green.set(i, rgb[3 * i + 1]);
+        blue.set(i, rgb[3 * i + 2]);
     }
 }
 
@@ -136,21 +178,15 @@ mod ssse3 {
         out
     };
 
-    /// Splits whole groups of 16 pixels (three shuffles per channel); returns the pixels done.
+    /// Splits whole groups of 16 pixels (three shuffles per channel) of the first `n` pixels
+    /// of `rgb`; returns the pixels done.
     ///
     /// # Safety
-    /// The CPU must support SSSE3.
+    /// The CPU must support SSSE3; each of `planes` must be valid for writing `n` bytes, and
+    /// `3 * n <= rgb.len()`.
     #[target_feature(enable = "ssse3")]
-    pub(crate) unsafe fn split_planes(
-        rgb: &[u8],
-        r: &mut [u8],
-        g: &mut [u8],
-        b: &mut [u8],
-    ) -> usize {
-        let groups = (rgb.len() / 48)
-            .min(r.len() / 16)
-            .min(g.len() / 16)
-            .min(b.len() / 16);
+    pub(crate) unsafe fn split_planes(rgb: &[u8], planes: [*mut u8; 3], n: usize) -> usize {
+        let groups = (rgb.len() / 48).min(n / 16);
         // Each group reads rgb[48k..48k+48] and writes [16k..16k+16] of each plane, all
         // within the slices by the bound on `groups`; loads and stores are unaligned ones.
         // SAFETY: each mask is 16 readable bytes.
@@ -161,7 +197,7 @@ mod ssse3 {
             let parts: [__m128i; 3] =
                 // SAFETY: bytes src[o..o + 16] lie within the group's 48.
                 [0, 16, 32].map(|o| unsafe { _mm_loadu_si128(src.add(o).cast()) });
-            for (plane, m) in [&mut *r, &mut *g, &mut *b].into_iter().zip(&masks) {
+            for (&plane, m) in planes.iter().zip(&masks) {
                 let v = _mm_or_si128(
                     _mm_or_si128(
                         _mm_shuffle_epi8(parts[0], m[0]),
@@ -169,8 +205,8 @@ mod ssse3 {
                     ),
                     _mm_shuffle_epi8(parts[2], m[2]),
                 );
-                // SAFETY: 16 * k + 16 <= plane.len() (the bound on `groups`).
-                unsafe { _mm_storeu_si128(plane.as_mut_ptr().add(16 * k).cast(), v) };
+                // SAFETY: 16 * k + 16 <= n (the bound on `groups`): inside the plane.
+                unsafe { _mm_storeu_si128(plane.add(16 * k).cast(), v) };
             }
         }
         groups * 16
@@ -187,7 +223,7 @@ mod tests {
             let [r, g, b] = &mut planes[..] else {
                 unreachable!()
             };
-            super::split_planes(&rgb, r, g, b);
+            super::split_planes(&rgb, &mut r[..], &mut g[..], &mut b[..]);
             for i in 0..n {
                 for c in 0..3 {
                     assert_eq!(planes[c][i], rgb[3 * i + c], "n={n} i={i} c={c}");

@@ -1,0 +1,370 @@
+"""The feature pipeline as a family declares it: a per-channel `Table`, a writer (the output
+layout) and, when the core composes the feature, a resampler. The pixel work is
+``mm_kernels::features`` (through ``_native``); this module turns a family's declaration and
+an item's `Plan` into that call, and its output into a `Tensor` or, from the same table, a
+`CompactTensor`. The compact form is derived here, once, for every family."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _native
+from ._carriers import Tensor
+from ._compact import CompactTensor
+from .errors import KernelArgumentError
+
+if TYPE_CHECKING:
+    from ._plan import Plan
+
+#: Whose rescale-then-normalize arithmetic a table reproduces: ``"numpy"`` (HF's PIL
+#: backends: rescale in float64, cast, normalize in float32), ``"torchvision"`` (HF's
+#: torchvision backends: rescale folded into mean and std, float32), ``"float32"`` (every
+#: step in float32, as torch ops on a float32 tensor).
+Arithmetic: TypeAlias = Literal["numpy", "torchvision", "float32"]
+#: The HF backend a family matches: its PIL backend or its torchvision backend.
+Backend: TypeAlias = Literal["pil", "aten_u8"]
+#: A rectangle ``(x, y, width, height)`` in pixels.
+Rect: TypeAlias = tuple[int, int, int, int]
+
+_ARITHMETIC: dict[str, Arithmetic] = {"pil": "numpy", "aten_u8": "torchvision"}
+_RESAMPLE: dict[tuple[str, str], str] = {
+    ("pil", "bicubic"): "pil_bicubic",
+    ("pil", "bilinear"): "pil_bilinear",
+    ("aten_u8", "bicubic"): "aten_u8",
+    ("aten_u8", "bilinear"): "aten_u8_bilinear",
+}
+
+
+def hf_backend(
+    backend: str, filter: Literal["bicubic", "bilinear"] = "bicubic"
+) -> tuple[str, Arithmetic]:
+    """``(resampler, arithmetic)`` of a HuggingFace backend (a family's ``resample`` param,
+    ``"pil"`` or ``"aten_u8"``) for the interpolation its processor asks for: the one place
+    these names are read."""
+    try:
+        return _RESAMPLE[(backend, filter)], _ARITHMETIC[backend]
+    except KeyError:
+        raise KernelArgumentError(
+            f"unknown resample {backend!r} (expected pil or aten_u8) or filter {filter!r}"
+        ) from None
+
+
+class Table:
+    """What each uint8 sample of each channel becomes: ``values[c][v]``, the reference's own
+    rescale-then-normalize arithmetic evaluated once per value (so the lookup is bit-exact
+    with it), in float32 or rounded to bfloat16 (carried as uint16 bits). ``pad_sample``
+    adds a pad value per channel: the arithmetic applied to that out-of-range sample (Inkling
+    pads with ``-1``). Built in Rust (``mm_kernels::features::Table``), the same code a
+    family's own kernel uses, so both agree.
+
+    Use `Table.hf` for a HuggingFace processor: its backend picks the arithmetic."""
+
+    __slots__ = ("_native", "arithmetic", "dtype", "mean", "pad", "rescale_factor", "std", "values")
+
+    _native: Any
+    #: ``[3, 256]`` read-only: float32 values, or bfloat16 bits as uint16.
+    values: npt.NDArray[Any]
+    #: ``[3]`` read-only pad values (the table's dtype), or None.
+    pad: npt.NDArray[Any] | None
+    mean: tuple[float, float, float]
+    std: tuple[float, float, float]
+    arithmetic: Arithmetic
+    rescale_factor: float
+    dtype: Literal["float32", "bfloat16"]
+
+    def __init__(
+        self,
+        mean: tuple[float, float, float],
+        std: tuple[float, float, float],
+        *,
+        arithmetic: Arithmetic,
+        rescale_factor: float = 1 / 255,
+        dtype: Literal["float32", "bfloat16"] = "float32",
+        pad_sample: int | None = None,
+    ) -> None:
+        native = _native.FeatureTable(
+            tuple(mean), tuple(std), rescale_factor, arithmetic, dtype, pad_sample
+        )
+        values = _read_only(native.values())
+        pad = native.pad()
+        object.__setattr__(self, "_native", native)
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "pad", None if pad is None else _read_only(pad))
+        object.__setattr__(self, "mean", tuple(mean))
+        object.__setattr__(self, "std", tuple(std))
+        object.__setattr__(self, "arithmetic", arithmetic)
+        object.__setattr__(self, "rescale_factor", rescale_factor)
+        object.__setattr__(self, "dtype", dtype)
+
+    @classmethod
+    def hf(
+        cls,
+        mean: tuple[float, float, float],
+        std: tuple[float, float, float],
+        backend: Backend,
+        *,
+        rescale_factor: float = 1 / 255,
+        dtype: Literal["float32", "bfloat16"] = "float32",
+    ) -> Table:
+        """HF's ``rescale`` then ``normalize`` as the named backend computes them."""
+        _, arithmetic = hf_backend(backend)
+        return cls(mean, std, arithmetic=arithmetic, rescale_factor=rescale_factor, dtype=dtype)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Table is immutable: cannot set {name!r}")
+
+    def __repr__(self) -> str:
+        return (
+            f"Table(mean={self.mean}, std={self.std}, arithmetic={self.arithmetic!r}, "
+            f"rescale_factor={self.rescale_factor!r}, dtype={self.dtype!r})"
+        )
+
+
+def _read_only(arr: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of an image: the rectangle ``source`` of the decoded image (all of it when
+    None) resized to ``size`` ``(width, height)``, of which the rectangle ``crop`` is kept
+    (all of it when None), padded on the right and bottom to ``pad_to`` ``(width, height)``
+    with the table's pad value (no padding when None)."""
+
+    size: tuple[int, int]
+    source: Rect | None = None
+    crop: Rect | None = None
+    pad_to: tuple[int, int] | None = None
+
+    @property
+    def extent(self) -> tuple[int, int]:
+        """``(width, height)`` the part takes in the output."""
+        if self.pad_to is not None:
+            return self.pad_to
+        if self.crop is not None:
+            return self.crop[2], self.crop[3]
+        return self.size
+
+    def _native(self) -> tuple[Any, ...]:
+        return (self.source, self.size, self.crop, self.pad_to)
+
+
+class Writer:
+    """The output layout of a feature; a writer knows the feature's full shape from a plan
+    and how its compact form (codes plus the table) expands."""
+
+    #: The name of ``mm_kernels::features::Writer`` it stands for.
+    kind: ClassVar[str]
+
+    def shape(self, plan: Plan) -> tuple[int, ...]:
+        """The full feature's shape for ``plan``."""
+        raise NotImplementedError
+
+    def full(self, values: npt.NDArray[Any], plan: Plan, dtype: str) -> Tensor:
+        """The kernel's full output as the feature."""
+        return Tensor(values.reshape(self.shape(plan)), dtype)  # type: ignore[arg-type]
+
+    def compact(self, codes: npt.NDArray[np.uint8], plan: Plan, table: Table) -> CompactTensor:
+        """The kernel's codes as the compact feature."""
+        raise NotImplementedError
+
+    def native(self) -> dict[str, int]:
+        return {}
+
+    @staticmethod
+    def one(plan: Plan) -> Part:
+        parts = plan.parts
+        if len(parts) != 1:
+            raise KernelArgumentError(f"this writer takes one part, the plan has {len(parts)}")
+        return parts[0]
+
+
+@dataclass(frozen=True)
+class ChannelPlanes(Writer):
+    """One part as three channel planes (CHW): ``[3, H, W]`` (Pixtral, CLIP)."""
+
+    kind: ClassVar[str] = "planes"
+
+    def shape(self, plan: Plan) -> tuple[int, ...]:
+        w, h = self.one(plan).extent
+        return (3, h, w)
+
+    def compact(self, codes: npt.NDArray[np.uint8], plan: Plan, table: Table) -> CompactTensor:
+        _, h, w = shape = self.shape(plan)
+        return _compact(codes.reshape(3, 1, h, w), table, shape, 0, 1, 1)
+
+
+@dataclass(frozen=True)
+class Tiles(Writer):
+    """Every part cut into ``size x size`` tiles in row-major order, parts in order, each
+    three channel planes: ``[tiles, 3, size, size]`` (InternVL's canvas and thumbnail;
+    Gemma 3's image and crops, one tile each)."""
+
+    size: int
+    kind: ClassVar[str] = "tiles"
+
+    def shape(self, plan: Plan) -> tuple[int, ...]:
+        t = self.size
+        n = 0
+        for part in plan.parts:
+            w, h = part.extent
+            n += (w // t) * (h // t)
+        return (n, 3, t, t)
+
+    def compact(self, codes: npt.NDArray[np.uint8], plan: Plan, table: Table) -> CompactTensor:
+        n, _, t, _ = shape = self.shape(plan)
+        return _compact(codes.reshape(n, 3, 1, t, t), table, shape, 1, 2, 1)
+
+    def native(self) -> dict[str, int]:
+        return {"tile": self.size}
+
+
+@dataclass(frozen=True)
+class PatchRows(Writer):
+    """One part as Qwen-VL's ``pixel_values``: ``[gh * gw, 3 * tps * ps * ps]``, patches in
+    merge-block order, each still frame repeated ``temporal_patch_size`` times (the compact
+    form holds it once)."""
+
+    patch_size: int
+    merge_size: int
+    temporal_patch_size: int
+    kind: ClassVar[str] = "patch_rows"
+
+    def shape(self, plan: Plan) -> tuple[int, ...]:
+        w, h = self.one(plan).extent
+        ps = self.patch_size
+        return ((h // ps) * (w // ps), 3 * self.temporal_patch_size * ps * ps)
+
+    def compact(self, codes: npt.NDArray[np.uint8], plan: Plan, table: Table) -> CompactTensor:
+        shape = self.shape(plan)
+        ps = self.patch_size
+        view = codes.reshape(shape[0], 3, 1, ps, ps)
+        return _compact(view, table, shape, 1, 2, self.temporal_patch_size)
+
+    def native(self) -> dict[str, int]:
+        return {
+            "patch_size": self.patch_size,
+            "merge_size": self.merge_size,
+            "temporal_patch_size": self.temporal_patch_size,
+        }
+
+
+@dataclass(frozen=True)
+class HwcPatches(Writer):
+    """One part cut into ``patch_size`` square patches, channels last inside each, the
+    table's pad value where the part's extent reaches past its pixels: ``[rows * cols,
+    temporal_patch_size, ps, ps, 3]`` with the frames one read-only broadcast view (Inkling)."""
+
+    patch_size: int
+    temporal_patch_size: int = 1
+    kind: ClassVar[str] = "hwc_patches"
+
+    def _grid(self, plan: Plan) -> tuple[int, int]:
+        w, h = self.one(plan).extent
+        return h // self.patch_size, w // self.patch_size
+
+    def shape(self, plan: Plan) -> tuple[int, ...]:
+        rows, cols = self._grid(plan)
+        ps = self.patch_size
+        return (rows * cols, self.temporal_patch_size, ps, ps, 3)
+
+    def full(self, values: npt.NDArray[Any], plan: Plan, dtype: str) -> Tensor:
+        n, tps, ps, _, _ = shape = self.shape(plan)
+        one = values.reshape(n, 1, ps, ps, 3)
+        frames = one if tps == 1 else np.broadcast_to(one, shape)
+        return Tensor(frames, dtype)  # type: ignore[arg-type]
+
+    def compact(self, codes: npt.NDArray[np.uint8], plan: Plan, table: Table) -> CompactTensor:
+        rows, cols = self._grid(plan)
+        ps = self.patch_size
+        part = self.one(plan)
+        kw, kh = part.size if part.crop is None else (part.crop[2], part.crop[3])
+        padded = part.pad_to is not None and part.pad_to != (kw, kh)
+        return _compact(
+            codes.reshape(rows, cols, 1, ps, ps, 3),
+            table,
+            self.shape(plan),
+            5,
+            2,
+            self.temporal_patch_size,
+            pad_rules=((0, 3, kh), (1, 4, kw)) if padded else (),
+        )
+
+    def native(self) -> dict[str, int]:
+        return {"patch_size": self.patch_size}
+
+
+def _compact(
+    codes: npt.NDArray[np.uint8],
+    table: Table,
+    shape: tuple[int, ...],
+    channel_axis: int,
+    repeat_axis: int,
+    repeats: int,
+    *,
+    pad_rules: tuple[tuple[int, int, int], ...] = (),
+) -> CompactTensor:
+    return CompactTensor(
+        codes=codes,
+        luts=table.values,
+        dtype=table.dtype,
+        shape=shape,
+        channel_axis=channel_axis,
+        repeat_axis=repeat_axis,
+        repeats=repeats,
+        pad=table.pad if pad_rules else None,
+        pad_rules=pad_rules,
+    )
+
+
+@dataclass(frozen=True)
+class Features:
+    """How a family's items become their feature: every sample through ``table``, laid out
+    by ``writer``. With ``resample`` (a core resampler: ``pil_bicubic``, ``aten_u8``,
+    ``pil_bilinear``, ``aten_u8_bilinear``, ``pil_lanczos``; see `hf_backend`) the core
+    composes it from the plan's parts, and the family needs no kernel of its own; without,
+    the family's ``kernel`` writes it. The compact form comes from the table; a family whose
+    feature is not a table of uint8 samples passes ``table=None`` (no compact form) and the
+    feature's ``dtype``."""
+
+    table: Table | None
+    writer: Writer
+    resample: str | None = None
+    pass_order: Literal["pillow13", "pillow12"] = "pillow13"
+    untabled_dtype: Literal["float32", "bfloat16"] = "float32"
+
+    @property
+    def dtype(self) -> str:
+        """The feature's dtype tag."""
+        return self.table.dtype if self.table is not None else self.untabled_dtype
+
+    def recipe(self) -> Any:
+        """The native recipe (None when the family's own kernel writes the feature)."""
+        if self.resample is None:
+            return None
+        if self.table is None:
+            raise KernelArgumentError("the core composes a feature through a table: give one")
+        return _native.FeatureRecipe(
+            self.writer.kind, self.resample, self.pass_order, **self.writer.native()
+        )
+
+
+__all__ = [
+    "Arithmetic",
+    "Backend",
+    "ChannelPlanes",
+    "Features",
+    "HwcPatches",
+    "Part",
+    "PatchRows",
+    "Rect",
+    "Table",
+    "Tiles",
+    "Writer",
+    "hf_backend",
+]
