@@ -23,6 +23,24 @@ PAS_PHRASES = {
     "pan_and_scan_separator_ids": " ",
 }
 BILINEAR = 2
+# Every key of Gemma 3's preprocessor config this mapping reads; any other key that is not
+# one of the core's HF_INERT_KEYS is refused (check_hf_settings), never silently dropped.
+_HANDLED = {
+    "do_resize",
+    "do_rescale",
+    "do_normalize",
+    "do_convert_rgb",
+    "resample",
+    "size",
+    "rescale_factor",
+    "image_mean",
+    "image_std",
+    "image_seq_length",
+    "do_pan_and_scan",
+    "pan_and_scan_min_crop_size",
+    "pan_and_scan_max_num_crops",
+    "pan_and_scan_min_ratio_to_activate",
+}
 TOKENIZER = "tokenizer.json"
 
 
@@ -92,6 +110,18 @@ def spec_from_hf(
             f"resample {pre['resample']} is not BILINEAR (2): only the bilinear kernels are "
             "bit-exact for this family"
         )
+    mm.check_hf_settings(
+        pre,
+        handled=_HANDLED,
+        resample=BILINEAR,
+        rescale_factor=float(_get(pre, "rescale_factor", 1 / 255)),
+    )
+    tokens = int(_get(cfg, "mm_tokens_per_image", 256))
+    if _get(pre, "image_seq_length", tokens) != tokens:
+        raise mm.SpecError(
+            f"preprocessor image_seq_length {pre['image_seq_length']} disagrees with config.json "
+            f"mm_tokens_per_image {tokens}"
+        )
     size = _get(pre, "size", {"height": 896, "width": 896})
     if not isinstance(size, Mapping) or size.get("height") != size.get("width"):
         raise mm.SpecError(f"size {size!r} is not a square {{height, width}}")
@@ -111,7 +141,7 @@ def spec_from_hf(
         "eoi_token_id": int(_get(cfg, "eoi_token_index", 256000)),
         "image_soft_token_id": int(_get(cfg, "image_token_index", 262144)),
         "double_newline_token_id": int(ids.get("double_newline_token_id", DOUBLE_NEWLINE_TOKEN_ID)),
-        "mm_tokens_per_image": int(_get(cfg, "mm_tokens_per_image", 256)),
+        "mm_tokens_per_image": tokens,
         "do_pan_and_scan": pas,
         "pan_and_scan_min_crop_size": int(_get(pre, "pan_and_scan_min_crop_size", 256)),
         "pan_and_scan_max_num_crops": int(_get(pre, "pan_and_scan_max_num_crops", 4)),

@@ -104,6 +104,8 @@ def test_token_ids_override_and_fill_in_without_a_tokenizer() -> None:
         ({"do_rescale": False}, "do_rescale"),
         ({"size": {"height": 896, "width": 448}}, "square"),
         ({"do_pan_and_scan": True}, "pan_and_scan_prefix_ids"),
+        ({"do_center_crop": True}, "do_center_crop' is not supported"),
+        ({"image_seq_length": 64}, "image_seq_length 64 disagrees"),
     ],
 )
 def test_what_cannot_be_matched_is_refused(change: dict[str, Any], words: str) -> None:
