@@ -11,6 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .app import COMPACT_MEDIA_TYPE
     from .config import ServerConfig, server_spec
     from .cores import partition_cores, pin_current_thread
     from .embedded import MmServer
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from .standalone import serve
 
 _WHERE = {
+    "COMPACT_MEDIA_TYPE": "app",
     "IngressBatch": "ring",
     "MmServer": "embedded",
     "ServerConfig": "config",
@@ -36,6 +38,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "COMPACT_MEDIA_TYPE",
     "IngressBatch",
     "MmServer",
     "ServerConfig",

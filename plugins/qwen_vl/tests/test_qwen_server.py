@@ -166,7 +166,7 @@ def test_compact_answers_expand_to_the_full_ones(
 
     from sglang_mm_core import CompactTensor
     from sglang_mm_core.client import request_body
-    from sglang_mm_core.server.app import COMPACT_MEDIA_TYPE
+    from sglang_mm_core.server import COMPACT_MEDIA_TYPE
 
     req = _request(pipe, images, ["coffee.jpg", "chelsea.png"], rid="compact")
     want = pipe.process(req)
