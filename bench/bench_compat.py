@@ -28,7 +28,7 @@ os.environ["SGL_MM_RS_THREADS"] = "1"
 
 from _images import mosaic
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "compat"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "compat" / "sglang" / "tests"))
 import sglang_mm_sglang as ours
 from compat_helpers import load_extension  # the same loader as the parity tests
 

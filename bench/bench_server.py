@@ -80,7 +80,7 @@ class ServerProcess:
             [
                 sys.executable,
                 "-m",
-                "sglang_mm_core._cli",
+                "sglang_mm_core",
                 "serve",
                 "--spec",
                 self._tmp.name,
