@@ -29,6 +29,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         )
 
 
-# The plugin template is not installed in the development venv: it is a folder to copy, built
-# and tested out of the repository by tests/packaging/test_template.py.
-collect_ignore = ["plugins/template"]
+# The plugin templates are not installed in the development venv: they are folders to copy,
+# built and tested out of the repository by tests/packaging/test_template.py.
+collect_ignore = ["plugins/template_clip", "plugins/template_letterbox"]

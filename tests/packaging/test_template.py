@@ -1,50 +1,137 @@
-"""The plugin template as an outside author gets it: copied out of the repository, built
-against the kernel crates as `cargo package` ships them (patched in through the copy's own
-`.cargo/config.toml`, so no registry is needed), installed beside the core wheel into a fresh
-venv, and its own tests (conformance included) run there."""
+"""The plugin templates as an outside author gets them: each folder copied out of the
+repository and built, a wheel and an sdist, with the author's tools; then each installed into
+its own fresh venv with no package index (dist/ and its wheelhouse only) and no path into the
+repository, beside the core wheel: the wheel as it is, the sdist built by pip there. The
+template's own tests (the conformance suite and its parity tests) run in each venv.
+
+The letterbox template has a Rust kernel, and its kernel crates are not on crates.io: the copy
+vendors the packaged crates (`make rust-package` writes them to target/package/) with the
+`.cargo/config.toml` its README gives, and its sdist carries both, so pip builds it with Cargo
+offline: `mm-kernels` and `mm-pyglue` from the sdist itself, the other crates from Cargo's
+local cache. The compile cache is the repository's target dir (as in test_dist.py), which
+holds no source: only the crates whose sources come from the copy are compiled."""
 
 from __future__ import annotations
 
+import re
 import shutil
+import subprocess
+import sys
 import tarfile
+from dataclasses import dataclass
 from pathlib import Path
 
-from test_dist import DIST, REPO, _clean_env, _dist_file, _fresh_venv, _run
+import pytest
+from test_dist import REPO, WHEELHOUSE, _clean_env, _dist_file, _fresh_venv, _run
 
 PACKAGES = REPO / "target" / "package"
+KERNEL_CRATES = ("mm-kernels", "mm-pyglue")
+# The author's tools: maturin and build, as the development venv running this test has them.
+MATURIN = Path(sys.executable).parent / "maturin"
 
 
-def _packaged_crate(name: str, into: Path) -> Path:
-    found = sorted(PACKAGES.glob(f"{name}-*.crate"))
-    assert found, f"no {name} crate in {PACKAGES}: run `make rust-package` first"
-    with tarfile.open(found[-1]) as tar:
-        tar.extractall(into, filter="data")
-    return into / found[-1].name.removesuffix(".crate")
+@dataclass(frozen=True)
+class Built:
+    """A template copied out of the repository, and the wheel and sdist built from the copy."""
+
+    name: str
+    project: Path
+    wheel: Path
+    sdist: Path
 
 
-def test_template_builds_outside_the_repository(tmp_path: Path) -> None:
-    plugin = tmp_path / "sglang-mm-square"
+def _copy_out(name: str, tmp: Path) -> Path:
+    project = tmp / f"sglang-mm-{name}"
     shutil.copytree(
-        REPO / "plugins" / "template",
-        plugin,
-        ignore=shutil.ignore_patterns("__pycache__", "*.so", "target"),
+        REPO / "plugins" / f"template_{name}",
+        project,
+        ignore=shutil.ignore_patterns("__pycache__", "*.so", "target", "dist", "vendor", ".cargo"),
     )
-    crates = tmp_path / "crates"
-    kernels = _packaged_crate("mm-kernels", crates)
-    glue = _packaged_crate("mm-pyglue", crates)
-    (plugin / ".cargo").mkdir()
-    (plugin / ".cargo" / "config.toml").write_text(
-        f'[patch.crates-io]\nmm-kernels = {{ path = "{kernels}" }}\n'
-        f'mm-pyglue = {{ path = "{glue}" }}\n'
+    return project
+
+
+def _packaged_crates() -> list[Path]:
+    crates = []
+    for name in KERNEL_CRATES:
+        found = sorted(PACKAGES.glob(f"{name}-*.crate"))
+        assert found, f"no {name} crate in {PACKAGES}: run `make rust-package` first"
+        crates.append(found[-1])
+    return crates
+
+
+def _vendor_kernel_crates(project: Path) -> None:
+    """The README's "Vendor the kernel crates" step: the packaged crates unpacked into
+    ``vendor/``, and the README's own ``.cargo/config.toml`` pointing Cargo at them."""
+    section = (project / "README.md").read_text().split("## Vendor the kernel crates", 1)[1]
+    config = re.search(r"```toml\n(.*?)```", section, re.S)
+    assert config, "the README's vendoring section has no toml block"
+    for crate in _packaged_crates():
+        with tarfile.open(crate) as tar:
+            tar.extractall(project / "vendor", filter="data")
+    (project / ".cargo").mkdir()
+    (project / ".cargo" / "config.toml").write_text(config.group(1))
+
+
+def _maturin(args: list[str], project: Path, env: dict[str, str]) -> None:
+    """A maturin command of the README, which must print no error even when it succeeds."""
+    done = subprocess.run(
+        [str(MATURIN), *args], cwd=project, env=env, capture_output=True, text=True, timeout=1200
     )
-    python = _fresh_venv(tmp_path / "venv")
-    env = _clean_env(CARGO_TARGET_DIR=str(REPO / "target"))
+    output = done.stdout + done.stderr
+    assert done.returncode == 0 and "error:" not in output, output[-3000:]
+
+
+def _build(name: str, project: Path, out: Path) -> tuple[Path, Path]:
+    env = _clean_env(CARGO_TARGET_DIR=str(REPO / "target"), PIP_FIND_LINKS=str(WHEELHOUSE))
+    if name == "letterbox":
+        _vendor_kernel_crates(project)
+        manifest = ["-m", "rust/Cargo.toml", "--out", str(out)]
+        _maturin(["build", "--release", *manifest], project, env)
+        _maturin(["sdist", *manifest], project, env)
+    else:
+        # The isolated build takes hatchling from the wheelhouse; the wheel is built from
+        # the sdist.
+        _run([sys.executable, "-m", "build", "--outdir", str(out), str(project)], project, env, 600)
+    (wheel,) = out.glob("*.whl")
+    (sdist,) = out.glob("*.tar.gz")
+    return wheel, sdist
+
+
+@pytest.fixture(scope="module", params=["clip", "letterbox"])
+def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Built:
+    name: str = request.param
+    tmp = tmp_path_factory.mktemp(name)
+    project = _copy_out(name, tmp)
+    wheel, sdist = _build(name, project, tmp / "out")
+    return Built(name, project, wheel, sdist)
+
+
+def _install_and_test(built: Built, dist: Path, tmp: Path, env: dict[str, str]) -> None:
+    python = _fresh_venv(tmp / "venv")
     core = str(_dist_file("sglang_mm_core", ".whl")) + "[conformance]"
-    _run([str(python), "-m", "pip", "install", "--quiet", core], tmp_path, env, 600)
-    _run([str(python), "-m", "pip", "install", "--quiet", f"{plugin}[test]"], tmp_path, env, 1200)
-    # The `pytest` script, as the README says: `python -m pytest` would put the source folder,
-    # whose package has no built `_native`, ahead of the installed one.
-    pytest = str(python.parent / "pytest")
-    out = _run([pytest, "-q", "-p", "no:cacheprovider", "tests"], plugin, env, 900)
-    assert " passed" in out and " failed" not in out and " skipped" not in out, out[-2000:]
-    assert DIST.is_dir()
+    _run([str(python), "-m", "pip", "install", "--quiet", core, f"{dist}[test]"], tmp, env, 1800)
+    code = f"import sglang_mm_{built.name} as m; print(m.__file__)"
+    where = _run([str(python), "-I", "-c", code], tmp, env, 60)
+    assert REPO not in Path(where.strip()).parents, f"imported from the repository: {where}"
+    # The `pytest` script, as the README says: `python -m pytest` would put the project
+    # folder, whose package is the uninstalled source, first on sys.path.
+    pytest_script = str(python.parent / "pytest")
+    out = _run([pytest_script, "-q", "-p", "no:cacheprovider", "tests"], built.project, env, 900)
+    summary = out.strip().splitlines()[-1]
+    assert re.match(r"\d+ passed(, \d+ warnings?)? in ", summary), out[-2000:]
+
+
+def test_template_wheel_installs_and_passes_its_tests(built: Built, tmp_path: Path) -> None:
+    _install_and_test(built, built.wheel, tmp_path, _clean_env())
+
+
+def test_template_sdist_builds_offline_and_passes_its_tests(built: Built, tmp_path: Path) -> None:
+    with tarfile.open(built.sdist) as tar:
+        names = tar.getnames()
+    if built.name == "letterbox":
+        root = built.sdist.name.removesuffix(".tar.gz")
+        crates = [c.name.removesuffix(".crate") for c in _packaged_crates()]
+        for carried in (".cargo/config.toml", *(f"vendor/{c}/Cargo.toml" for c in crates)):
+            assert f"{root}/{carried}" in names, f"{carried} is not in the sdist: {names}"
+    env = _clean_env(CARGO_TARGET_DIR=str(REPO / "target"), PIP_FIND_LINKS=str(WHEELHOUSE))
+    _install_and_test(built, built.sdist, tmp_path, env)

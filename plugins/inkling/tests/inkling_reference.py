@@ -1,4 +1,4 @@
-"""The Inkling spec (specs/inkling.md) written out plainly in numpy and Pillow, as the parity
+"""The Inkling rules (docs/families/inkling.md) written out plainly in numpy and Pillow, as the
 reference for the Rust kernel. Deliberately naive: no tables, no shared code with the plugin."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`smart_resize`, the target-size rule alone: the family's plans use it, and so do callers
 that size images without processing them (token budgets, SGLang's extension API in
-`sglang_mm_core.compat.sglang`).
+`sglang_mm_sglang`).
 
 Every step is the reference's IEEE double arithmetic in the reference's order (Python floats
 are those doubles; sides and bounds are converted exactly, being at most 2^53), and ``round``

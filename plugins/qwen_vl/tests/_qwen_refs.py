@@ -27,7 +27,7 @@ PHOTOS = (
     "logo.png",
 )
 
-# Parameter sets as the published models ship them (specs/qwen_vl.md, table).
+# Parameter sets as the published models ship them (docs/families/qwen_vl.md).
 QWEN2 = {
     "patch_size": 14,
     "merge_size": 2,
