@@ -282,11 +282,7 @@ class Family(ABC, Generic[P]):
         f = self._compiled().features
         want_dtype = np.dtype(np.uint8 if compact else _NUMPY_DTYPE[f.dtype])
         shape = f.writer.shape(plan)
-        size = 1
-        for d in shape:
-            size *= d
-        if compact:
-            size //= max(1, getattr(f.writer, "temporal_patch_size", 1))
+        size = f.writer.kernel_size(plan, compact)
         if not isinstance(out, np.ndarray) or out.dtype != want_dtype or out.size != size:
             got = (
                 f"{out.dtype} array of {out.size} values"

@@ -176,6 +176,14 @@ class Writer:
     def native(self) -> dict[str, int]:
         return {}
 
+    def kernel_size(self, plan: Plan, codes: bool) -> int:
+        """Elements a kernel writes for ``plan``: the full shape's (frames a writer repeats
+        are written once, where the writer says so)."""
+        size = 1
+        for d in self.shape(plan):
+            size *= d
+        return size
+
     @staticmethod
     def one(plan: Plan) -> Part:
         parts = plan.parts
@@ -253,6 +261,10 @@ class PatchRows(Writer):
             "temporal_patch_size": self.temporal_patch_size,
         }
 
+    def kernel_size(self, plan: Plan, codes: bool) -> int:
+        full = super().kernel_size(plan, codes)
+        return full // self.temporal_patch_size if codes else full
+
 
 @dataclass(frozen=True)
 class HwcPatches(Writer):
@@ -297,6 +309,9 @@ class HwcPatches(Writer):
 
     def native(self) -> dict[str, int]:
         return {"patch_size": self.patch_size}
+
+    def kernel_size(self, plan: Plan, codes: bool) -> int:
+        return super().kernel_size(plan, codes) // self.temporal_patch_size  # one frame
 
 
 def _compact(

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from core_helpers import png_bytes
 from PIL import Image
+from pydantic import Field
 from sglang_mm_toy import ToyFamily, ToyMRopeFamily
 
 from sglang_mm_core import (
@@ -38,7 +39,19 @@ from sglang_mm_core import (
 )
 from sglang_mm_core._threads import available_cores, env_threads, resolve_threads
 from sglang_mm_core.conformance import generated_image
-from sglang_mm_core.plugin import Plan, mrope_positions
+from sglang_mm_core.plugin import (
+    Family,
+    FamilyParams,
+    Features,
+    Geometry,
+    HwcPatches,
+    Part,
+    Plan,
+    Repeat,
+    Table,
+    Tensor,
+    mrope_positions,
+)
 
 SIZES = [(13, 9), (40, 17), (8, 8), (3, 50), (64, 33)]
 
@@ -543,3 +556,67 @@ def test_plugin_bug_in_count_tokens() -> None:
     with pipeline_from_spec({"family": "buggy_count"}, registry=reg) as p:
         with pytest.raises(PluginError, match=r"^image 0 \(bytes\): family 'buggy_count' failed"):
             p.count_tokens(MmInput(prompt(1), [png_bytes(images(1)[0])]))
+
+
+# -- a family's own kernel and the core's composition of the same features ---------------------
+
+
+class HwcParams(FamilyParams):
+    patch: int = Field(4, gt=0)
+    frames: int = Field(2, gt=0)
+    image_token_id: int = Field(5, ge=0)
+
+
+class ComposedHwc(Family[HwcParams]):
+    """Padded HWC patches (Inkling's layout) with two broadcast frames, composed by the core."""
+
+    name = "composed_hwc"
+
+    def plan(self, width: int, height: int) -> Plan:
+        ps = self.params.patch
+        rows, cols = -(-height // ps), width // ps + 1
+        part = Part((width, height), pad_to=(cols * ps, rows * ps))
+        tokens = Repeat(self.params.image_token_id, rows * cols)
+        return Plan(tokens, Geometry(height, width, (rows, cols)), (part,))
+
+    def features(self) -> Features:
+        table = Table((0.5, 0.4, 0.3), (0.2, 0.3, 0.25), arithmetic="float32", pad_sample=-1)
+        return Features(table, HwcPatches(self.params.patch, self.params.frames), "pil_bicubic")
+
+
+class OwnHwc(ComposedHwc):
+    """The same features written by a numpy kernel of its own (no resize: the plan keeps the
+    size), which hands back one frame, as the writer lays it out."""
+
+    name = "own_hwc"
+
+    def features(self) -> Features:
+        f = super().features()
+        return Features(f.table, f.writer)
+
+    def kernel(self, image: np.ndarray, plan: Plan, *, codes: bool, threads: int) -> Any:
+        ps = self.params.patch
+        rows, cols = plan.geometry.grid
+        h, w, _ = image.shape
+        table = self.features().table
+        assert table is not None and table.pad is not None
+        if codes:
+            canvas = np.zeros((rows * ps, cols * ps, 3), np.uint8)
+            canvas[:h, :w] = image
+        else:
+            canvas = np.broadcast_to(table.pad, (rows * ps, cols * ps, 3)).copy()
+            canvas[:h, :w] = table.values[np.arange(3), image]
+        patches = canvas.reshape(rows, ps, cols, ps, 3).transpose(0, 2, 1, 3, 4)
+        return np.ascontiguousarray(patches).reshape(rows * cols, ps, ps, 3)
+
+
+@pytest.mark.parametrize(("w", "h"), [(1, 1), (9, 4), (13, 17), (40, 3)])
+def test_an_own_kernel_and_the_composition_agree_in_both_forms(w: int, h: int) -> None:
+    image = generated_image(w, h, seed=w * h)
+    core, own = ComposedHwc(), OwnHwc()
+    for compact in (False, True):
+        a = core.process_item(image, compact=compact).feature
+        b = own.process_item(image, compact=compact).feature
+        assert a == b, (w, h, compact)
+    full = own.process_item(image).feature
+    assert isinstance(full, Tensor) and full.shape[1] == 2 and full.array.strides[1] == 0

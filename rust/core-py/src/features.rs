@@ -3,8 +3,8 @@
 //! or compact) with the GIL released.
 
 use mm_kernels::features::{
-    self, alloc, Arith, Bf16Table, Bf16Values, Codes, Part, Patching, Recipe, Rect, Resize,
-    Table, Values, Writer,
+    self, alloc, Arith, Bf16Table, Bf16Values, Codes, Part, Patching, Recipe, Rect, Resize, Table,
+    Values, Writer,
 };
 use mm_kernels::resize::{PassOrder, Resample};
 use mm_kernels::{KernelError, Par};

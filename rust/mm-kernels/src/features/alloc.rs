@@ -6,7 +6,7 @@
 //! 12 MP): the OS must fault in and zero every page before the writer fills it, which costs
 //! about a quarter of the item. A server turns outputs over at a steady pace, so the buffer of
 //! the tensor just released ([`give_f32`], which a binding calls when its array is freed) is
-//! taken again for the next one. Bounded: at most [`SLOTS`] buffers and [`MAX_BYTES`] in all
+//! taken again for the next one. Bounded: at most 8 buffers and 512 MiB in all
 //! are kept, and a buffer is only reused for an output of at least half its size.
 
 use std::mem::MaybeUninit;
@@ -39,9 +39,8 @@ pub enum Store {
 /// An empty vector with room for `len` elements; `what` names the tensor in the error.
 pub fn reserve<T>(len: usize, what: &str) -> Result<Vec<T>> {
     let mut out: Vec<T> = Vec::new();
-    out.try_reserve_exact(len).map_err(|_| {
-        KernelError::Limit(format!("{what} of {len} elements cannot be allocated"))
-    })?;
+    out.try_reserve_exact(len)
+        .map_err(|_| KernelError::Limit(format!("{what} of {len} elements cannot be allocated")))?;
     advise(&mut out.spare_capacity_mut()[..len]);
     Ok(out)
 }

@@ -85,7 +85,9 @@ pub fn compose<E: ComposeEncoder>(
     par: &Par,
 ) -> Result<Composed<E::Out>> {
     if parts.is_empty() {
-        return Err(KernelError::InvalidArgument("a feature needs at least one part".into()));
+        return Err(KernelError::InvalidArgument(
+            "a feature needs at least one part".into(),
+        ));
     }
     let sources: Vec<Source<'_>> = parts
         .iter()

@@ -165,7 +165,14 @@ impl<'a> Source<'a> {
         let plan = if (in_w, in_h) == (w, h) {
             None
         } else {
-            Some(ResizePlan::new(in_w, in_h, w, h, resize.resample, resize.order)?)
+            Some(ResizePlan::new(
+                in_w,
+                in_h,
+                w,
+                h,
+                resize.resample,
+                resize.order,
+            )?)
         };
         let keep = match part.crop {
             None => Rect::new(0, 0, w, h),

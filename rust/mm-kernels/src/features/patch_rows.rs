@@ -78,11 +78,7 @@ impl Grid {
             )));
         }
         let (gh, gw) = (height / ps, width / ps);
-        let row_len = if codes {
-            3 * ps * ps
-        } else {
-            p.row_len()?
-        };
+        let row_len = if codes { 3 * ps * ps } else { p.row_len()? };
         let overflow = || KernelError::Limit("patch tensor size overflows".into());
         let block_row_len = (gw * m).checked_mul(row_len).ok_or_else(overflow)?;
         let total = (gh / m).checked_mul(block_row_len).ok_or_else(overflow)?;

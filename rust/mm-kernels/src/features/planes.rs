@@ -155,7 +155,10 @@ fn fill<E: Encode>(
                 };
                 let (at, end) = (yy * tw, (yy + 1) * tw);
                 let (q0, q1, q2) = (&mut p0[at..end], &mut p1[at..end], &mut p2[at..end]);
-                enc.encode_planes(px, [&mut q0[..inside], &mut q1[..inside], &mut q2[..inside]]);
+                enc.encode_planes(
+                    px,
+                    [&mut q0[..inside], &mut q1[..inside], &mut q2[..inside]],
+                );
                 for (q, v) in [q0, q1, q2].into_iter().zip(pad) {
                     for d in &mut q[inside..] {
                         d.write(v);

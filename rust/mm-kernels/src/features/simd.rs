@@ -52,12 +52,19 @@ pub(crate) fn split_planes<P: Plane + ?Sized>(
     blue: &mut P,
 ) {
     let n = rgb.len() / 3;
-    assert!(red.len() >= n && green.len() >= n && blue.len() >= n, "planes are too short");
+    assert!(
+        red.len() >= n && green.len() >= n && blue.len() >= n,
+        "planes are too short"
+    );
     #[allow(unused_mut)]
     let mut done = 0;
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("ssse3") {
-        let planes = [red.as_mut_u8_ptr(), green.as_mut_u8_ptr(), blue.as_mut_u8_ptr()];
+        let planes = [
+            red.as_mut_u8_ptr(),
+            green.as_mut_u8_ptr(),
+            blue.as_mut_u8_ptr(),
+        ];
         // SAFETY: the CPU has SSSE3 (checked just above), and each plane holds at least `n`
         // bytes (asserted above), all the function writes.
         done = unsafe { ssse3::split_planes(rgb, planes, n) };

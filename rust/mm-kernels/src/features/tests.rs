@@ -28,7 +28,9 @@ struct Reference {
 
 impl Reference {
     fn new(src: RgbView<'_>, part: &Part, resize: Resize) -> Self {
-        let r = part.source.unwrap_or(Rect::new(0, 0, src.width, src.height));
+        let r = part
+            .source
+            .unwrap_or(Rect::new(0, 0, src.width, src.height));
         let mut cut = Vec::new();
         for y in r.y..r.y + r.h {
             cut.extend_from_slice(&src.data[(y * src.width + r.x) * 3..][..r.w * 3]);
@@ -56,7 +58,10 @@ impl Reference {
 }
 
 fn value(t: &Table, v: Option<u8>, c: usize) -> f32 {
-    v.map_or_else(|| t.pad().unwrap_or([0.0; 3])[c], |v| t.values()[c][usize::from(v)])
+    v.map_or_else(
+        || t.pad().unwrap_or([0.0; 3])[c],
+        |v| t.values()[c][usize::from(v)],
+    )
 }
 
 /// `(x, y, c, frame)` of every output element, in order, for a writer over references.
@@ -142,15 +147,23 @@ fn compact_elements(refs: &[Reference], writer: Writer) -> Vec<(usize, usize, us
 }
 
 fn check(src: RgbView<'_>, parts: &[Part], writer: Writer) {
-    let table = Table::new([0.48, 0.46, 0.41], [0.27, 0.26, 0.28], 1.0 / 255.0, Arith::Numpy)
-        .unwrap()
-        .with_pad_sample(-1);
+    let table = Table::new(
+        [0.48, 0.46, 0.41],
+        [0.27, 0.26, 0.28],
+        1.0 / 255.0,
+        Arith::Numpy,
+    )
+    .unwrap()
+    .with_pad_sample(-1);
     let bf16 = table.bf16();
     for resample in [Resample::PilBicubic, Resample::AtenU8, Resample::PilLanczos] {
         for order in [PassOrder::Pillow13, PassOrder::Pillow12] {
             let resize = Resize { resample, order };
             let recipe = Recipe { resize, writer };
-            let refs: Vec<Reference> = parts.iter().map(|p| Reference::new(src, p, resize)).collect();
+            let refs: Vec<Reference> = parts
+                .iter()
+                .map(|p| Reference::new(src, p, resize))
+                .collect();
             let want: Vec<f32> = elements(&refs, writer)
                 .into_iter()
                 .map(|(p, x, y, c)| value(&table, refs[p].at(x, y, c), c))
@@ -163,12 +176,18 @@ fn check(src: RgbView<'_>, parts: &[Part], writer: Writer) {
                 let par = Par::new(threads);
                 let got = compose(src, parts, &recipe, &Values(&table), &par).unwrap();
                 assert_eq!(got.shape.iter().product::<usize>(), got.data.len());
-                assert!(got.data == want, "{writer:?} {resample:?} {order:?} t{threads}");
+                assert!(
+                    got.data == want,
+                    "{writer:?} {resample:?} {order:?} t{threads}"
+                );
                 let got16 = compose(src, parts, &recipe, &Bf16Values(&bf16), &par).unwrap();
                 let want16: Vec<u16> = want.iter().map(|&v| bf16_rne(v)).collect();
                 assert_eq!(got16.data, want16, "bf16 {writer:?}");
                 let codes = compose(src, parts, &recipe, &Codes, &par).unwrap();
-                assert_eq!(codes.data, want_codes, "codes {writer:?} {resample:?} t{threads}");
+                assert_eq!(
+                    codes.data, want_codes,
+                    "codes {writer:?} {resample:?} t{threads}"
+                );
             }
         }
     }
@@ -201,7 +220,11 @@ fn tiles_of_a_canvas_a_thumbnail_and_crops() {
     let data = noise(w * h * 3, 2);
     let src = RgbView::new(w, h, &data).unwrap();
     // InternVL: a 3x2 canvas of 12-pixel tiles, then the thumbnail.
-    check(src, &[Part::resized(36, 24), Part::resized(12, 12)], Writer::Tiles(12));
+    check(
+        src,
+        &[Part::resized(36, 24), Part::resized(12, 12)],
+        Writer::Tiles(12),
+    );
     // Gemma 3 with pan and scan: the whole image and two crops, each one tile.
     let crops = [
         Part::resized(16, 16),
@@ -279,7 +302,10 @@ fn what_a_writer_cannot_lay_out_is_refused() {
     };
     let bad = [
         (vec![], Writer::Planes),
-        (vec![Part::resized(8, 8), Part::resized(8, 8)], Writer::Planes),
+        (
+            vec![Part::resized(8, 8), Part::resized(8, 8)],
+            Writer::Planes,
+        ),
         (vec![Part::resized(10, 8)], Writer::Tiles(4)),
         (vec![Part::resized(10, 8)], Writer::PatchRows(p)),
         (
