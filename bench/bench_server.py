@@ -1,4 +1,4 @@
-"""Server benchmarks (specs/server.md), printed side by side:
+"""Server benchmarks (docs/server.md), printed side by side:
 
 1. images/s through the standalone server (a `sglang-mm serve` process, 2 workers) vs the
    in-process `Pipeline.process_batch`, on the same 1080p JPEGs (target: overhead <= 15%);

@@ -4,7 +4,7 @@ Real photographs come from the sample files bundled in the scikit-image wheel; e
 is built here: with Pillow where it can write the case, and with the small writers below (PNG
 chunks, Adam7 interlacing, GIF LZW, BMP variants, EXIF blocks) where it cannot. Every function is
 pure and seeded, so a case is byte-identical from run to run. `pillow_decode` is the reference
-the decode kernels are compared against (Pillow doing the steps kernels.md names).
+the decode kernels are compared against (Pillow doing the steps the decoders document).
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def test_palette_alphas_composite_per_entry() -> None:
 
 def test_transparent_colour_entries_become_white() -> None:
     # RGB + tRNS: the spec composites it too (HuggingFace's convert_to_rgb would return an RGB
-    # image untouched; kernels.md says "a transparency entry" and that is what is tested).
+    # image untouched; the documented rule says "a transparency entry" and that is what is tested).
     pixels = np.zeros((4, 4, 3), np.uint8)
     pixels[1:3, 1:3] = (10, 20, 30)
     data = corpus.save(pixels, "PNG", transparency=(10, 20, 30))

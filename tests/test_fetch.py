@@ -1,5 +1,5 @@
 """Fetch of local sources: interpretation order, bytes passthrough, base64 and data: URLs,
-files under the policy, and the request budgets (kernels.md "Fetch")."""
+files under the policy, and the request budgets (docs/architecture.md)."""
 
 from __future__ import annotations
 

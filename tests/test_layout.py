@@ -1,4 +1,4 @@
-"""apply_layout and layout_by_placeholder: every rule and vector of kernels.md "Layout rules"."""
+"""apply_layout and layout_by_placeholder: every layout rule and vector (docs/plugins.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Rope1D and the image-only MRoPE helper: the worked examples of specs/qwen_vl.md, then random
-layouts against a straightforward loop written from the spec's algorithm."""
+"""Rope1D and the image-only MRoPE helper: the worked examples of docs/families/qwen_vl.md, then
+random layouts against a straightforward loop written from the spec's algorithm."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Core partitioning (the exact rule of specs/server.md), thread pinning, and launch refusing
+"""Core partitioning (the exact rule of docs/server.md), thread pinning, and launch refusing
 settings it cannot honour."""
 
 from __future__ import annotations
