@@ -87,9 +87,10 @@ dist: env
 wheelhouse: dist
 	@mkdir -p $(WHEELHOUSE)
 	$(PY) -m pip download --quiet --dest $(WHEELHOUSE) -c requirements/dev.txt \
+	  $(foreach f,$(wildcard plugins/*/requirements-test.txt),-c $(f)) \
 	  "$$(ls $(DIST)/sglang_mm_core-*.whl)[conformance,safetensors]" \
 	  $(filter-out $(DIST)/sglang_mm_core-%,$(wildcard $(DIST)/*.whl)) \
-	  maturin cmake hatchling editables pillow
+	  maturin cmake hatchling editables pillow pytest transformers scikit-image
 	rm -f $(WHEELHOUSE)/sglang_mm_*  # ours come from dist/ itself, always the fresh ones
 
 lint: lint-py lint-rust

@@ -284,7 +284,7 @@ class Registry:
         for fam in offered:
             if not _is_family(fam):
                 raise PluginError(
-                    f"{where}: sglang_mm_families() returned {fam!r}, which is not a Family[Any] "
+                    f"{where}: sglang_mm_families() returned {fam!r}, which is not a Family "
                     "subclass with a name and Params"
                 )
         return list(offered)

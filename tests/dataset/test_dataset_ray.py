@@ -6,9 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from ds_helpers import LAYOUT, Corpus, shard_bytes
 
 from sglang_mm_core.dataset import Options, RayPreprocessor, run
+
+# A local Ray cluster, load or fuzzing: `make test` runs it, `make check` does not.
+pytestmark = pytest.mark.slow
 
 
 def test_ray_engine_jsonl_same_shards_as_local(

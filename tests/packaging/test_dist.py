@@ -120,7 +120,7 @@ def test_the_sglang_drop_in_runs_from_the_wheels(
         "data = open('examples/images/astronaut.jpg', 'rb').read()\n"
         "spec = json.dumps({'family': 'qwen_vl', 'image_token_id': 151655, 'patch_size': 14,\n"
         "    'merge_size': 2, 'temporal_patch_size': 2, 'min_pixels': 3136,\n"
-        "    'max_pixels': 12845056, 'image_mean': [0.5, 0.5, 0.5], 'image_std': [0.5, 0.5, 0.5]})\n"
+        "    'max_pixels': 12845056, 'image_mean': [0.5] * 3, 'image_std': [0.5] * 3})\n"
         "values, grid = mm.qwen_vl.preprocess(data, spec)\n"
         "h, w, bits = mm.inkling.decode_patchify(data, 40)\n"
         "print('DROPIN', grid, values.shape[0] > 0, bits.dtype)\n"
@@ -160,9 +160,9 @@ def test_every_distribution_builds_from_its_sdist(tmp_path: Path) -> None:
     _check_installed_outside_repo(python, work, env)
     meta = _run([str(python), "-m", "pip", "show", "-f", "sglang-mm-core"], work, env, 60)
     assert "_native" in meta
+    families = ["--family", "qwen_vl", "--family", "inkling"]
     out = _run(
-        [str(python.parent / "sglang-mm"), "conformance", "--family", "qwen_vl", "--family",
-         "inkling"],  # fmt: skip
+        [str(python.parent / "sglang-mm"), "conformance", *families],
         work,
         env,
         900,

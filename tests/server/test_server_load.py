@@ -20,6 +20,9 @@ from sglang_mm_core import MmOutput
 from sglang_mm_core.server import MmServer
 from sglang_mm_core.server.codec import decode_safetensors, encode_safetensors
 
+# A local Ray cluster, load or fuzzing: `make test` runs it, `make check` does not.
+pytestmark = pytest.mark.slow
+
 N_REQUESTS = 200
 N_CLIENTS = 16
 

@@ -22,6 +22,9 @@ from srv_helpers import FamilySetup, HostLoop
 
 from sglang_mm_core.server import MmServer
 
+# A local Ray cluster, load or fuzzing: `make test` runs it, `make check` does not.
+pytestmark = pytest.mark.slow
+
 MAX_EXAMPLES = 30
 # What only a traceback or an internal error message would carry.
 LEAKS = (
