@@ -13,6 +13,8 @@ pub mod image;
 pub mod limits;
 pub mod par;
 pub mod resize;
+#[cfg(test)]
+mod test_util;
 
 pub use error::{KernelError, Result, Unsupported};
 pub use image::{RgbImage, RgbView};

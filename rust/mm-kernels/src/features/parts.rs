@@ -270,18 +270,7 @@ mod tests {
     use super::*;
     use crate::par::Par;
     use crate::resize::resize_rgb;
-
-    fn noise(n: usize, seed: u64) -> Vec<u8> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                (s >> 56) as u8
-            })
-            .collect()
-    }
+    use crate::test_util::noise;
 
     /// A part's rows, in bands of any height, are the crop of the crop's resize.
     #[test]

@@ -5,18 +5,7 @@
 use super::*;
 use crate::image::RgbImage;
 use crate::resize::{resize_rgb, PassOrder, Resample};
-
-fn noise(n: usize, seed: u64) -> Vec<u8> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (s >> 56) as u8
-        })
-        .collect()
-}
+use crate::test_util::noise;
 
 /// The part's pixels as `(kept width, kept height, extent, sample(x, y, c))`, the slow way.
 struct Reference {

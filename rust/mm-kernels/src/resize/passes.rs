@@ -409,18 +409,7 @@ mod avx2 {
 mod tests {
     use super::*;
     use crate::resize::coeffs::{AxisCoeffs, Filter};
-
-    fn noise(n: usize, seed: u64) -> Vec<u8> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                (s >> 56) as u8
-            })
-            .collect()
-    }
+    use crate::test_util::noise;
 
     #[test]
     fn simd_and_portable_kernels_agree() {
