@@ -33,8 +33,12 @@ demo: build
 	$(PY) -m sglang_mm_core._demo examples
 
 # Everything: lint, the Rust tests, the packaged crates, a fuzz smoke run, the distributions
-# (wheels and sdists, tested in fresh venvs) and every Python test.
-test: build lint rust-test rust-package fuzz-smoke wheelhouse py-test
+# (wheels and sdists, tested in fresh venvs) and every Python test. After the build the
+# independent steps run two at a time (the fuzz build has a target dir of its own, mypy and the
+# downloads wait on no compiler), each one's output kept together.
+test: build
+	$(MAKE) -j2 --output-sync=target lint rust-test rust-package fuzz-smoke wheelhouse sglang-ext
+	$(MAKE) py-test
 
 # The inner loop: lint and the Python tests against the sources in place (the core and every
 # plugin installed in development mode, so an edit is what the tests run), without the
@@ -46,7 +50,7 @@ env: $(VENV)/.installed
 $(VENV)/.installed: requirements/dev.txt $(wildcard plugins/*/requirements-test.txt) | system-deps
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements/dev.txt $(foreach f,$(wildcard plugins/*/requirements-test.txt),-r $(f))
+	$(PY) -m pip install --quiet --no-compile -r requirements/dev.txt $(foreach f,$(wildcard plugins/*/requirements-test.txt),-r $(f))
 	touch $@
 
 system-deps:
@@ -106,10 +110,12 @@ lint-rust: env
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy $(CARGO_FLAGS) --workspace --all-targets --release -- -D warnings
 
+# Every test with the `parallel` feature (what every extension builds), and without it the
+# test that proves no thread is ever started then.
 rust-test: env
-	$(CARGO) test $(CARGO_FLAGS) --release -p mm-kernels
-	$(CARGO) test $(CARGO_FLAGS) --release -p mm-kernels --features parallel
-	$(CARGO) test $(CARGO_FLAGS) --release -p core-py $(foreach p,$(RUST_PLUGINS),-p $(shell sed -n 's/^name = "\(.*\)"/\1/p' $(p)rust/Cargo.toml | head -1))
+	$(CARGO) test $(CARGO_FLAGS) --release -p mm-kernels --test threads
+	$(CARGO) test $(CARGO_FLAGS) --release -p mm-kernels --features parallel -p core-py \
+	  $(foreach p,$(RUST_PLUGINS),-p $(shell sed -n 's/^name = "\(.*\)"/\1/p' $(p)rust/Cargo.toml | head -1))
 
 # The kernel crates as crates.io would receive them (`cargo package`), for the plugin
 # template's packaging test, which builds a plugin from exactly these files: that build is the
@@ -123,13 +129,15 @@ rust-package: env
 	  $(CARGO_HOME_DIR)/registry/src/-*/mm-kernels-* $(CARGO_HOME_DIR)/registry/src/-*/mm-pyglue-*
 	$(CARGO) package $(CARGO_FLAGS) -p mm-kernels -p mm-pyglue --allow-dirty --no-verify
 
-PYTEST := $(PY) -m pytest -q
+# Two workers (the packaging tests' fresh venvs are mostly pip and compile waits); a module
+# stays on one worker, so its fixtures (a venv of wheels, a built template) are made once.
+PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile
 py-test: build sglang-ext
 	$(PYTEST)
 
-# The inner loop's tests: two workers, the packaging tests and the `slow` ones left out.
+# The inner loop's tests: the packaging tests and the `slow` ones left out.
 py-check: build sglang-ext
-	$(PYTEST) -n 2 -m "not slow" --ignore=tests/packaging
+	$(PYTEST) -m "not slow" --ignore=tests/packaging
 
 # SGLang's compiled extension, the reference of compat/sglang/tests: only its .so, taken once
 # out of the sglang wheel (downloaded without dependencies; pinned by the .so's sha256).
@@ -161,12 +169,12 @@ FUZZ_ARGS = -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -prin
 fuzz-smoke: env
 	cd $(FUZZ_DIR) && RUSTFLAGS="$(FUZZ_RUSTFLAGS)" $(CARGO) build --release --quiet --bins \
 	  --target $(FUZZ_TRIPLE) --target-dir $(CARGO_TARGET_DIR)/fuzz-plain
-	@set -e; for t in $(FUZZ_TARGETS); do \
+	@set -e; pids=""; for t in $(FUZZ_TARGETS); do \
 	  scratch=$$(mktemp -d); \
-	  $(CARGO_TARGET_DIR)/fuzz-plain/$(FUZZ_TRIPLE)/release/$$t $$scratch \
-	    $(FUZZ_DIR)/corpus/$$t $(FUZZ_DIR)/corpus/seeds $(FUZZ_ARGS) || { rm -rf $$scratch; exit 1; }; \
-	  rm -rf $$scratch; \
-	done
+	  ( $(CARGO_TARGET_DIR)/fuzz-plain/$(FUZZ_TRIPLE)/release/$$t $$scratch \
+	      $(FUZZ_DIR)/corpus/$$t $(FUZZ_DIR)/corpus/seeds $(FUZZ_ARGS) > $$scratch.log 2>&1; \
+	    rc=$$?; tail -20 $$scratch.log; rm -rf $$scratch $$scratch.log; exit $$rc ) & pids="$$pids $$!"; \
+	done; for p in $$pids; do wait $$p; done
 
 fuzz-asan: env
 	$(CARGO) install --locked --quiet cargo-fuzz --version 0.13.2

@@ -1,8 +1,9 @@
 """The plugin templates as an outside author gets them: each folder copied out of the
 repository and built, a wheel and an sdist, with the author's tools; then each installed into
 its own fresh venv with no package index (dist/ and its wheelhouse only) and no path into the
-repository, beside the core wheel: the wheel as it is, the sdist built by pip there. The
-template's own tests (the conformance suite and its parity tests) run in each venv.
+repository, beside the core wheel: the wheel as it is (then the conformance suite runs on the
+installed family), the sdist built by pip there (then the template's own tests, the
+conformance suite and its parity tests, run).
 
 The letterbox template has a Rust kernel, and its kernel crates are not on crates.io: the copy
 vendors the packaged crates (`make rust-package` writes them to target/package/) with the
@@ -121,8 +122,17 @@ def _install_and_test(built: Built, dist: Path, tmp: Path, env: dict[str, str]) 
     assert re.match(r"\d+ passed(, \d+ warnings?)? in ", summary), out[-2000:]
 
 
-def test_template_wheel_installs_and_passes_its_tests(built: Built, tmp_path: Path) -> None:
-    _install_and_test(built, built.wheel, tmp_path, _clean_env())
+def test_template_wheel_installs_and_conforms(built: Built, tmp_path: Path) -> None:
+    """The wheel as a user installs it, beside the core: found through its entry point, the
+    conformance suite passes (its parity tests run in the sdist's venv below)."""
+    env = _clean_env()
+    python = _fresh_venv(tmp_path / "venv")
+    core = str(_dist_file("sglang_mm_core", ".whl")) + "[conformance]"
+    pip = [str(python), "-m", "pip", "install", "--quiet"]
+    _run([*pip, core, str(built.wheel)], tmp_path, env, 900)
+    cli = str(python.parent / "sglang-mm")
+    out = _run([cli, "conformance", "--family", built.name, "-q"], tmp_path, env, 900)
+    assert re.search(r"\b\d+ passed\b", out) and " failed" not in out, out[-2000:]
 
 
 def test_template_sdist_builds_offline_and_passes_its_tests(built: Built, tmp_path: Path) -> None:
