@@ -30,27 +30,16 @@ Backend: TypeAlias = Literal["pil", "aten_u8"]
 #: A rectangle ``(x, y, width, height)`` in pixels.
 Rect: TypeAlias = tuple[int, int, int, int]
 
-_ARITHMETIC: dict[str, Arithmetic] = {"pil": "numpy", "aten_u8": "torchvision"}
-_RESAMPLE: dict[tuple[str, str], str] = {
-    ("pil", "bicubic"): "pil_bicubic",
-    ("pil", "bilinear"): "pil_bilinear",
-    ("aten_u8", "bicubic"): "aten_u8",
-    ("aten_u8", "bilinear"): "aten_u8_bilinear",
-}
-
 
 def hf_backend(
     backend: str, filter: Literal["bicubic", "bilinear"] = "bicubic"
 ) -> tuple[str, Arithmetic]:
     """``(resampler, arithmetic)`` of a HuggingFace backend (a family's ``resample`` param,
     ``"pil"`` or ``"aten_u8"``) for the interpolation its processor asks for: the one place
-    these names are read."""
-    try:
-        return _RESAMPLE[(backend, filter)], _ARITHMETIC[backend]
-    except KeyError:
-        raise KernelArgumentError(
-            f"unknown resample {backend!r} (expected pil or aten_u8) or filter {filter!r}"
-        ) from None
+    these names are read (``mm_kernels::features::Backend``, which Rust kernels use too); an
+    unknown name is a `KernelArgumentError` naming it."""
+    resample, arithmetic = _native.hf_backend(backend, filter)
+    return resample, arithmetic  # type: ignore[return-value]
 
 
 class Table:

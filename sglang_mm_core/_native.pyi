@@ -50,6 +50,7 @@ def expand_repeats(
 def mrope_positions(
     length: int, offsets: Sequence[tuple[int, int]], grids: Sequence[tuple[int, int, int]]
 ) -> tuple[npt.NDArray[np.int64], int] | None: ...
+def hf_backend(backend: str, filter: str = "bicubic") -> tuple[str, str]: ...
 
 class FeatureTable:
     def __init__(

@@ -3,8 +3,8 @@
 //! or compact) with the GIL released.
 
 use mm_kernels::features::{
-    self, alloc, Arith, Bf16Table, Bf16Values, Codes, Part, Patching, Recipe, Rect, Resize, Table,
-    Values, Writer,
+    self, alloc, Arith, Backend, Bf16Table, Bf16Values, Codes, Filter, Part, Patching, Recipe,
+    Rect, Resize, Table, Values, Writer,
 };
 use mm_kernels::resize::{PassOrder, Resample};
 use mm_kernels::{KernelError, Par};
@@ -227,9 +227,34 @@ fn pooled_array<'py>(
     Ok(unsafe { PyArrayDyn::borrow_from_array(&view, owner.into_any()) })
 }
 
+/// `(resampler, arithmetic)` of a HuggingFace backend name (`pil`, `aten_u8`) for a filter
+/// (`bicubic`, `bilinear`): `mm_kernels::features::Backend`, the one reading of those names.
+#[pyfunction]
+#[pyo3(signature = (backend, filter="bicubic"))]
+fn hf_backend(py: Python<'_>, backend: &str, filter: &str) -> PyResult<(String, &'static str)> {
+    let err = |e| to_pyerr(py, e);
+    let b = Backend::parse(backend).map_err(err)?;
+    let f = match filter {
+        "bicubic" => Filter::Bicubic,
+        "bilinear" => Filter::Bilinear,
+        other => {
+            return Err(err(KernelError::InvalidArgument(format!(
+                "unknown filter {other:?} (expected bicubic or bilinear)"
+            ))))
+        }
+    };
+    let arith = match b.arith() {
+        Arith::Numpy => "numpy",
+        Arith::Torchvision => "torchvision",
+        Arith::Float32 => "float32",
+    };
+    Ok((b.resample(f).name().to_string(), arith))
+}
+
 /// Register the classes on the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<FeatureTable>()?;
     m.add_class::<FeatureRecipe>()?;
+    m.add_function(wrap_pyfunction!(hf_backend, m)?)?;
     Ok(())
 }

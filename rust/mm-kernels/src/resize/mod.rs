@@ -72,6 +72,17 @@ impl Resample {
         }
     }
 
+    /// The resampler's name, as [`Resample::parse`] reads it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::PilLanczos => "pil_lanczos",
+            Self::PilBicubic => "pil_bicubic",
+            Self::PilBilinear => "pil_bilinear",
+            Self::AtenU8 => "aten_u8",
+            Self::AtenU8Bilinear => "aten_u8_bilinear",
+        }
+    }
+
     /// The coefficient table of one axis for this resampler.
     pub(crate) fn axis(self, in_size: usize, out_size: usize) -> Result<AxisCoeffs> {
         match self {
