@@ -32,3 +32,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 # The plugin templates are not installed in the development venv: they are folders to copy,
 # built and tested out of the repository by tests/packaging/test_template.py.
 collect_ignore = ["plugins/template_clip", "plugins/template_letterbox"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The packaging tests (fresh venvs, builds from sdists) first: they are the longest files,
+    so under `pytest -n 2 --dist loadfile` they start at once and the rest fills in around
+    them, instead of one running alone at the end."""
+    items.sort(key=lambda item: 0 if "tests/packaging/" in item.nodeid else 1)
