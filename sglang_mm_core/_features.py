@@ -6,6 +6,7 @@ an item's `Plan` into that call, and its output into a `Tensor` or, from the sam
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
@@ -122,13 +123,31 @@ def _read_only(arr: npt.NDArray[Any]) -> npt.NDArray[Any]:
 class Part:
     """One part of an image: the rectangle ``source`` of the decoded image (all of it when
     None) resized to ``size`` ``(width, height)``, of which the rectangle ``crop`` is kept
-    (all of it when None), padded on the right and bottom to ``pad_to`` ``(width, height)``
-    with the table's pad value (no padding when None)."""
+    (all of it when None), padded to ``pad_to`` ``(width, height)`` (no padding when None):
+    on the right and bottom with the table's pad value, or, with ``fill``, on a canvas of
+    that RGB colour with the kept pixels' top-left corner at ``at`` ``(x, y)``.
+
+    A canvas is ``PIL.ImageOps.pad``'s letterbox (`Part.on_canvas`); its colour is a sample
+    like any pixel (the table's value of it, and itself as a compact code), so the writers
+    see no padding, and its image may be empty (a side a contain-fit rounds to 0)."""
 
     size: tuple[int, int]
     source: Rect | None = None
     crop: Rect | None = None
     pad_to: tuple[int, int] | None = None
+    fill: tuple[int, int, int] | None = None
+    at: tuple[int, int] = (0, 0)
+
+    @classmethod
+    def on_canvas(
+        cls,
+        size: tuple[int, int],
+        canvas: tuple[int, int],
+        fill: tuple[int, int, int],
+        at: tuple[int, int],
+    ) -> Part:
+        """The whole image resized to ``size``, pasted at ``at`` on a ``canvas`` of ``fill``."""
+        return cls(size, pad_to=canvas, fill=fill, at=at)
 
     @property
     def extent(self) -> tuple[int, int]:
@@ -140,7 +159,10 @@ class Part:
         return self.size
 
     def _native(self) -> tuple[Any, ...]:
-        return (self.source, self.size, self.crop, self.pad_to)
+        if self.fill is None and self.at != (0, 0):
+            raise KernelArgumentError(f"a part placed at {self.at} needs a fill colour")
+        fill = None if self.fill is None else (self.fill, self.at)
+        return (self.source, self.size, self.crop, self.pad_to, fill)
 
 
 class Writer:
@@ -256,6 +278,29 @@ class PatchRows(Writer):
 
 
 @dataclass(frozen=True)
+class ChwPatches(Writer):
+    """One part cut into ``patch_size`` square patches in row-major order, each three channel
+    planes: ``[rows * cols, 3, ps, ps]`` (DeepSeek-V4.1). Qwen's patch rows with no merge
+    and no temporal repeat, in the shape a ViT's patch embedding takes."""
+
+    patch_size: int
+    kind: ClassVar[str] = "patch_rows"
+
+    def shape(self, plan: Plan) -> tuple[int, ...]:
+        w, h = self.one(plan).extent
+        ps = self.patch_size
+        return ((h // ps) * (w // ps), 3, ps, ps)
+
+    def compact(self, codes: npt.NDArray[np.uint8], plan: Plan, table: Table) -> CompactTensor:
+        shape = self.shape(plan)
+        ps = self.patch_size
+        return _compact(codes.reshape(shape[0], 3, 1, ps, ps), table, shape, 1, 2, 1)
+
+    def native(self) -> dict[str, int]:
+        return {"patch_size": self.patch_size, "merge_size": 1, "temporal_patch_size": 1}
+
+
+@dataclass(frozen=True)
 class HwcPatches(Writer):
     """One part cut into ``patch_size`` square patches, channels last inside each, the
     table's pad value where the part's extent reaches past its pixels: ``[rows * cols,
@@ -347,6 +392,26 @@ class Features:
         """The feature's dtype tag."""
         return self.table.dtype if self.table is not None else self.untabled_dtype
 
+    def compose(
+        self,
+        image: npt.NDArray[np.uint8],
+        parts: Sequence[Part],
+        *,
+        codes: bool = False,
+        threads: int = 1,
+    ) -> npt.NDArray[Any]:
+        """The core's composition of ``parts`` of a decoded RGB uint8 ``[h, w, 3]`` image,
+        flat: the table's values (float32, or bfloat16 bits as uint16) or (``codes``) the
+        uint8 samples, in the writer's layout, with the GIL released. What the driver runs
+        for a plan; a family's direct API calls it with parts of its own."""
+        recipe = self.recipe()
+        if recipe is None:
+            raise KernelArgumentError("these features are written by a family kernel: no resample")
+        assert self.table is not None
+        native = [p._native() for p in parts]
+        out: npt.NDArray[Any] = recipe.run(image, native, self.table._native, codes, max(1, threads))
+        return out
+
     def recipe(self) -> Any:
         """The native recipe (None when the family's own kernel writes the feature)."""
         if self.resample is None:
@@ -362,6 +427,7 @@ __all__ = [
     "Arithmetic",
     "Backend",
     "ChannelPlanes",
+    "ChwPatches",
     "Features",
     "HwcPatches",
     "Part",

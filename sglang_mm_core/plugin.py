@@ -11,7 +11,8 @@ form and the item itself from those two answers. The modules behind these names 
 - the contract: `Family`, `FamilyParams`, `DecodeDefaults`, `Plan`, `Placeholder`, `Size`,
   `DEFAULT_CONFORMANCE_SIZES`;
 - the feature pipeline: `Features`, `Table` (and `hf_backend`, the one reading of a HF
-  backend's name), `Part`, the writers `ChannelPlanes`, `Tiles`, `PatchRows`, `HwcPatches`
+  backend's name), `Part`, the writers `ChannelPlanes`, `Tiles`, `PatchRows`, `ChwPatches`,
+  `HwcPatches`
   (and their base `Writer`); the types `Arithmetic`, `Backend`, `Rect`;
 - what a plan's tokens are: `Repeat`, `Explicit` (`Pattern` is either);
 - the carriers: `Geometry`, `Tensor` (`DType` tags), `ProcessedItem` (what
@@ -39,6 +40,7 @@ from ._features import (
     Arithmetic,
     Backend,
     ChannelPlanes,
+    ChwPatches,
     Features,
     HwcPatches,
     Part,
@@ -90,6 +92,7 @@ __all__ = [
     "ChannelMean",
     "ChannelPlanes",
     "ChannelStd",
+    "ChwPatches",
     "CompactTensor",
     "DType",
     "DecodeDefaults",

@@ -3,8 +3,8 @@
 //! or compact) with the GIL released.
 
 use mm_kernels::features::{
-    self, alloc, Arith, Backend, Bf16Table, Bf16Values, Codes, Filter, Part, Patching, Recipe,
-    Rect, Resize, Table, Values, Writer,
+    self, alloc, Arith, Backend, Bf16Table, Bf16Values, Codes, Fill, Filter, Part, Patching,
+    Recipe, Rect, Resize, Table, Values, Writer,
 };
 use mm_kernels::resize::{PassOrder, Resample};
 use mm_kernels::{KernelError, Par};
@@ -171,12 +171,18 @@ impl FeatureRecipe {
     }
 }
 
-/// A part as Python passes it: `(source, (width, height), crop, pad_to)`, the rectangles
-/// `(x, y, w, h)` or None.
+/// A part as Python passes it: `(source, (width, height), crop, pad_to, fill)`, the
+/// rectangles `(x, y, w, h)` or None, `fill` `((r, g, b), (x, y))` or None.
 type RectArg = Option<(usize, usize, usize, usize)>;
 
 #[derive(FromPyObject)]
-pub struct PartArg(RectArg, (usize, usize), RectArg, Option<(usize, usize)>);
+pub struct PartArg(
+    RectArg,
+    (usize, usize),
+    RectArg,
+    Option<(usize, usize)>,
+    Option<([u8; 3], (usize, usize))>,
+);
 
 impl PartArg {
     fn part(self) -> Part {
@@ -186,6 +192,7 @@ impl PartArg {
             size: self.1,
             crop: rect(self.2),
             pad_to: self.3,
+            fill: self.4.map(|(color, at)| Fill { color, at }),
         }
     }
 }

@@ -32,7 +32,7 @@ mod table;
 
 pub use encode::{Bf16Values, Codes, Encode, Scatter, Values};
 pub use hwc_patches::hwc_patch_row;
-pub use parts::{Part, Rect, Resize};
+pub use parts::{Fill, Part, Rect, Resize};
 pub use patch_rows::Patching;
 pub use table::{bf16_rne, Arith, Backend, Bf16Table, Filter, Lanes, Table};
 

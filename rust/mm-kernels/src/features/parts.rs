@@ -2,7 +2,10 @@
 //!
 //! A part is a rectangle of the decoded image (all of it by default) resized to a size (a
 //! plain copy when the size does not change), of which a rectangle is kept (all of it by
-//! default), optionally padded on the right and bottom to a larger size. Every feature of
+//! default), optionally padded on the right and bottom to a larger size with the encoder's
+//! pad value, or placed at an offset on a canvas of one colour (a [`Fill`]:
+//! `PIL.ImageOps.pad`'s centred letterbox, whose canvas samples go through the table like any
+//! pixel). Every feature of
 //! today's families is one or more parts written out by one writer: a Qwen image is one part
 //! resized to its `smart_resize` size, an InternVL image a canvas part plus a thumbnail part,
 //! a Gemma 3 image with pan and scan the whole image plus each crop, a CLIP image a part
@@ -51,9 +54,23 @@ pub struct Part {
     pub size: (usize, usize),
     /// The rectangle of the resized part that is kept (`None`: all of it).
     pub crop: Option<Rect>,
-    /// Pad the kept pixels on the right and bottom to this `(width, height)` with the
-    /// encoder's pad value (`None`: no padding).
+    /// Pad the kept pixels to this `(width, height)`: on the right and bottom with the
+    /// encoder's pad value, or as `fill` says (`None`: no padding).
     pub pad_to: Option<(usize, usize)>,
+    /// Put the kept pixels on a canvas of one colour instead (`pad_to` is its size).
+    pub fill: Option<Fill>,
+}
+
+/// A canvas of one RGB colour under a part's kept pixels: the canvas samples are pixels like
+/// the others (the table's values of `color`, and `color` itself as the compact form's codes),
+/// so a writer sees a part with no padding. The kept pixels may be empty (a side that a
+/// contain-fit rounds to 0): the canvas is then all `color`, as Pillow pastes nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fill {
+    /// The canvas colour, RGB.
+    pub color: [u8; 3],
+    /// `(x, y)` of the kept pixels' top-left corner on the canvas.
+    pub at: (usize, usize),
 }
 
 impl Part {
@@ -64,6 +81,25 @@ impl Part {
             size: (width, height),
             crop: None,
             pad_to: None,
+            fill: None,
+        }
+    }
+
+    /// The whole image resized to `width x height` and placed at `at` on a `canvas`
+    /// `(width, height)` of `color` (`PIL.ImageOps.pad`, `paste` on `Image.new`).
+    pub const fn on_canvas(
+        width: usize,
+        height: usize,
+        canvas: (usize, usize),
+        color: [u8; 3],
+        at: (usize, usize),
+    ) -> Self {
+        Self {
+            source: None,
+            size: (width, height),
+            crop: None,
+            pad_to: Some(canvas),
+            fill: Some(Fill { color, at }),
         }
     }
 
@@ -96,8 +132,10 @@ pub struct Source<'a> {
     in_w: usize,
     in_h: usize,
     plan: Option<ResizePlan>,
-    /// The kept rectangle, in resized coordinates.
+    /// The kept rectangle, in resized coordinates (empty only on a canvas).
     keep: Rect,
+    /// The canvas under the kept pixels, if any.
+    fill: Option<Fill>,
     /// The part's extent in the output (kept plus padding).
     pub(crate) extent: (usize, usize),
 }
@@ -128,14 +166,22 @@ impl Rows<'_> {
 pub(crate) struct Band {
     buf: Vec<u8>,
     scratch: RowScratch,
+    /// Canvas rows (a part with a [`Fill`]).
+    canvas: Vec<u8>,
 }
 
 impl<'a> Source<'a> {
-    /// Plan `part` of `image`; a rectangle that does not fit, an empty size or padding
-    /// smaller than the kept pixels is an [`KernelError::InvalidArgument`].
+    /// Plan `part` of `image`; a rectangle that does not fit, an empty size (but on a
+    /// canvas), padding smaller than the kept pixels or a canvas that does not hold them is an
+    /// [`KernelError::InvalidArgument`].
     pub(crate) fn new(image: RgbView<'a>, part: &Part, resize: Resize) -> Result<Self> {
         let bad = |what: String| Err(KernelError::InvalidArgument(what));
         let (iw, ih) = (image.width, image.height);
+        let (w, h) = part.size;
+        let empty = w == 0 || h == 0;
+        if empty && (part.fill.is_none() || part.crop.is_some()) {
+            return bad(format!("a part cannot be resized to {w}x{h}"));
+        }
         let cut = match part.source {
             None => None,
             Some(r) if !r.fits(iw, ih) => {
@@ -144,7 +190,7 @@ impl<'a> Source<'a> {
                     r.w, r.h, r.x, r.y
                 ))
             }
-            Some(r) if (r.x, r.y, r.w, r.h) == (0, 0, iw, ih) => None,
+            Some(r) if (r.x, r.y, r.w, r.h) == (0, 0, iw, ih) || empty => None,
             Some(r) => {
                 let stride = iw * 3;
                 let mut buf = Vec::new();
@@ -158,11 +204,7 @@ impl<'a> Source<'a> {
             }
         };
         let (in_w, in_h) = part.source.map_or((iw, ih), |r| (r.w, r.h));
-        let (w, h) = part.size;
-        if w == 0 || h == 0 {
-            return bad(format!("a part cannot be resized to {w}x{h}"));
-        }
-        let plan = if (in_w, in_h) == (w, h) {
+        let plan = if (in_w, in_h) == (w, h) || empty {
             None
         } else {
             Some(ResizePlan::new(
@@ -184,12 +226,27 @@ impl<'a> Source<'a> {
                 ))
             }
         };
-        let extent = match part.pad_to {
-            None => (keep.w, keep.h),
-            Some((pw, ph)) if pw >= keep.w && ph >= keep.h => (pw, ph),
-            Some((pw, ph)) => {
+        let (ax, ay) = part.fill.map_or((0, 0), |f| f.at);
+        let within =
+            |at: usize, len: usize, side: usize| at.checked_add(len).is_some_and(|e| e <= side);
+        let extent = match (part.pad_to, part.fill) {
+            (None, None) => (keep.w, keep.h),
+            (None, Some(_)) => return bad("a canvas part needs pad_to, the canvas size".into()),
+            (Some((pw, ph)), fill) if within(ax, keep.w, pw) && within(ay, keep.h, ph) => {
+                if fill.is_some() && (pw == 0 || ph == 0) {
+                    return bad(format!("a canvas cannot be {pw}x{ph}"));
+                }
+                (pw, ph)
+            }
+            (Some((pw, ph)), None) => {
                 return bad(format!(
                     "cannot pad {}x{} pixels to the smaller {pw}x{ph}",
+                    keep.w, keep.h
+                ))
+            }
+            (Some((pw, ph)), Some(_)) => {
+                return bad(format!(
+                    "{}x{} pixels at ({ax}, {ay}) do not fit a {pw}x{ph} canvas",
                     keep.w, keep.h
                 ))
             }
@@ -201,27 +258,99 @@ impl<'a> Source<'a> {
             in_h,
             plan,
             keep,
+            fill: part.fill,
             extent,
         })
     }
 
-    /// Kept `(width, height)` (the pixels inside the padding).
+    /// `(width, height)` a writer reads from [`Source::rows`]: the pixels inside the padding,
+    /// which on a canvas are all of it.
     pub(crate) fn kept(&self) -> (usize, usize) {
-        (self.keep.w, self.keep.h)
+        match self.fill {
+            Some(_) => self.extent,
+            None => (self.keep.w, self.keep.h),
+        }
     }
 
     fn input(&self) -> &[u8] {
         self.cut.as_deref().unwrap_or(self.image.data)
     }
 
-    /// Kept rows `y0..y1` (`y1 <= kept height`), resized into `band` when a resize is due.
+    /// Rows `y0..y1` (`y1 <=` the kept height) of what a writer reads: the kept pixels, or on a
+    /// canvas the canvas rows with the kept pixels in place; resized into `band` when due.
     pub(crate) fn rows<'b>(&'b self, y0: usize, y1: usize, band: &'b mut Band) -> Result<Rows<'b>> {
-        let (kw, kh) = self.kept();
+        let (_, kh) = self.kept();
         if y0 >= y1 || y1 > kh {
             return Err(KernelError::InvalidArgument(format!(
                 "rows {y0}..{y1} of a {kh}-row part"
             )));
         }
+        match self.fill {
+            None => self.kept_rows(y0, y1, &mut band.buf, &mut band.scratch),
+            Some(fill) => self.canvas_rows(fill, y0, y1, band),
+        }
+    }
+
+    /// Canvas rows `y0..y1` into `band.canvas`: `fill.color` around the kept pixels.
+    fn canvas_rows<'b>(
+        &'b self,
+        fill: Fill,
+        y0: usize,
+        y1: usize,
+        band: &'b mut Band,
+    ) -> Result<Rows<'b>> {
+        let (cw, _) = self.extent;
+        let (kw, kh) = (self.keep.w, self.keep.h);
+        let (ax, ay) = fill.at;
+        let stride = cw * 3;
+        let n = (y1 - y0) * stride;
+        if band.canvas.len() < n {
+            band.canvas.resize(n, 0);
+        }
+        let canvas = &mut band.canvas[..n];
+        // The kept rows inside this band, in kept coordinates.
+        let (k0, k1) = (y0.max(ay).min(ay + kh) - ay, y1.max(ay).min(ay + kh) - ay);
+        let paint = |dst: &mut [u8]| {
+            for px in dst.chunks_exact_mut(3) {
+                px.copy_from_slice(&fill.color);
+            }
+        };
+        if k0 == k1 || kw == 0 {
+            paint(canvas);
+        } else {
+            let kept = self.kept_rows(k0, k1, &mut band.buf, &mut band.scratch)?;
+            for (i, row) in canvas.chunks_exact_mut(stride).enumerate() {
+                let y = y0 + i;
+                if y < ay + k0 || y >= ay + k1 {
+                    paint(row);
+                    continue;
+                }
+                let (left, rest) = row.split_at_mut(ax * 3);
+                let (mid, right) = rest.split_at_mut(kw * 3);
+                paint(left);
+                mid.copy_from_slice(kept.row(y - ay - k0));
+                paint(right);
+            }
+        }
+        Ok(Rows {
+            data: &band.canvas[..n],
+            stride,
+            x0: 0,
+            width: cw,
+            height: y1 - y0,
+        })
+    }
+
+    /// Kept rows `y0..y1` (`y1 <=` the kept rectangle's height), resized into `buf` when a
+    /// resize is due.
+    fn kept_rows<'b>(
+        &'b self,
+        y0: usize,
+        y1: usize,
+        buf: &'b mut Vec<u8>,
+        scratch: &mut RowScratch,
+    ) -> Result<Rows<'b>> {
+        let kw = self.keep.w;
         let (r0, r1) = (self.keep.y + y0, self.keep.y + y1);
         let x0 = self.keep.x * 3;
         match &self.plan {
@@ -241,8 +370,8 @@ impl<'a> Source<'a> {
             Some(plan) => {
                 let stride = plan.out_w * 3;
                 let n = (r1 - r0) * stride;
-                if band.buf.len() < n {
-                    band.buf.resize(n, 0);
+                if buf.len() < n {
+                    buf.resize(n, 0);
                 }
                 let (lo, hi) = plan.input_rows(r0, r1);
                 let in_row = self.in_w * 3;
@@ -252,9 +381,9 @@ impl<'a> Source<'a> {
                         self.in_h
                     ))
                 })?;
-                plan.run_rows(input, r0, r1, &mut band.buf[..n], &mut band.scratch)?;
+                plan.run_rows(input, r0, r1, &mut buf[..n], scratch)?;
                 Ok(Rows {
-                    data: &band.buf[..n],
+                    data: &buf[..n],
                     stride,
                     x0,
                     width: kw,
@@ -287,6 +416,7 @@ mod tests {
             size: (20, 17),
             crop: Some(Rect::new(2, 1, 15, 14)),
             pad_to: Some((16, 16)),
+            fill: None,
         };
         let mut cut = Vec::new();
         for y in 2..27 {

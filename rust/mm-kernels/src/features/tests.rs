@@ -11,8 +11,9 @@ use crate::test_util::noise;
 struct Reference {
     kept: (usize, usize),
     extent: (usize, usize),
-    img: RgbImage,
+    img: Option<RgbImage>,
     crop: Rect,
+    fill: Option<Fill>,
 }
 
 impl Reference {
@@ -26,23 +27,30 @@ impl Reference {
         }
         let view = RgbView::new(r.w, r.h, &cut).unwrap();
         let (w, h) = part.size;
-        let img = resize_rgb(view, w, h, resize.resample, resize.order, &Par::inline()).unwrap();
+        let img = (w > 0 && h > 0).then(|| {
+            resize_rgb(view, w, h, resize.resample, resize.order, &Par::inline()).unwrap()
+        });
         let crop = part.crop.unwrap_or(Rect::new(0, 0, w, h));
         Self {
             kept: (crop.w, crop.h),
             extent: part.extent(),
             img,
             crop,
+            fill: part.fill,
         }
     }
 
-    /// Sample `c` at `(x, y)` of the extent; `None` in the padding.
+    /// Sample `c` at `(x, y)` of the extent; `None` in the padding (a canvas has none: its
+    /// colour is a sample).
     fn at(&self, x: usize, y: usize, c: usize) -> Option<u8> {
-        if x >= self.kept.0 || y >= self.kept.1 {
-            return None;
+        let (ax, ay) = self.fill.map_or((0, 0), |f| f.at);
+        let inside = (ax..ax + self.kept.0).contains(&x) && (ay..ay + self.kept.1).contains(&y);
+        if !inside {
+            return self.fill.map(|f| f.color[c]);
         }
-        let (xx, yy) = (x + self.crop.x, y + self.crop.y);
-        Some(self.img.data[(yy * self.img.width + xx) * 3 + c])
+        let img = self.img.as_ref()?;
+        let (xx, yy) = (x - ax + self.crop.x, y - ay + self.crop.y);
+        Some(img.data[(yy * img.width + xx) * 3 + c])
     }
 }
 
@@ -190,10 +198,8 @@ fn planes_of_a_resized_cropped_padded_part() {
     check(src, &[Part::resized(32, 48)], Writer::Planes);
     check(src, &[Part::resized(41, 29)], Writer::Planes);
     let clip = Part {
-        source: None,
-        size: (30, 21),
         crop: Some(Rect::new(4, 0, 21, 21)),
-        pad_to: None,
+        ..Part::resized(30, 21)
     };
     check(src, &[clip], Writer::Planes);
     let padded = Part {
@@ -258,6 +264,45 @@ fn patch_rows_of_every_shipped_geometry() {
     }
 }
 
+/// `PIL.ImageOps.pad`: the resized image at an offset on a canvas of one colour, through
+/// every writer that takes one part (the canvas samples are pixels, so none pads), and a
+/// canvas whose image rounds to nothing.
+#[test]
+fn parts_on_a_canvas() {
+    let (w, h) = (37, 23);
+    let data = noise(w * h * 3, 11);
+    let src = RgbView::new(w, h, &data).unwrap();
+    let grey = [127, 127, 127];
+    let one = Patching {
+        patch_size: 14,
+        merge_size: 1,
+        temporal_patch_size: 1,
+    };
+    for (size, at) in [((56, 35), (0, 10)), ((30, 56), (13, 0)), ((56, 56), (0, 0))] {
+        let part = Part::on_canvas(size.0, size.1, (56, 56), grey, at);
+        check(src, &[part], Writer::PatchRows(one));
+        check(src, &[part], Writer::Planes);
+        check(src, &[part], Writer::HwcPatches(14));
+        check(src, &[part], Writer::Tiles(28));
+    }
+    let cut = Part {
+        source: Some(Rect::new(5, 3, 20, 20)),
+        crop: Some(Rect::new(1, 2, 15, 11)),
+        ..Part::on_canvas(17, 14, (28, 42), [0, 200, 9], (7, 30))
+    };
+    check(src, &[cut], Writer::PatchRows(one));
+    check(
+        src,
+        &[Part::on_canvas(0, 42, (42, 42), grey, (21, 0))],
+        Writer::Planes,
+    );
+    check(
+        src,
+        &[Part::on_canvas(42, 0, (42, 42), grey, (0, 21))],
+        Writer::PatchRows(one),
+    );
+}
+
 #[test]
 fn hwc_patches_with_padding() {
     let (w, h) = (37, 23);
@@ -306,6 +351,27 @@ fn what_a_writer_cannot_lay_out_is_refused() {
         ),
         (vec![Part::resized(9, 8)], Writer::HwcPatches(4)),
         (vec![Part::resized(8, 8)], Writer::Tiles(0)),
+        // A canvas needs its size, must hold the image, and cannot be empty.
+        (
+            vec![Part {
+                pad_to: None,
+                ..Part::on_canvas(8, 8, (8, 8), [1, 2, 3], (0, 0))
+            }],
+            Writer::Planes,
+        ),
+        (
+            vec![Part::on_canvas(8, 8, (12, 12), [1, 2, 3], (5, 0))],
+            Writer::Planes,
+        ),
+        (
+            vec![Part::on_canvas(8, 8, (12, 12), [1, 2, 3], (0, usize::MAX))],
+            Writer::Planes,
+        ),
+        (
+            vec![Part::on_canvas(0, 0, (0, 8), [1, 2, 3], (0, 0))],
+            Writer::Planes,
+        ),
+        (vec![Part::resized(0, 8)], Writer::Planes),
     ];
     for (parts, writer) in bad {
         let recipe = Recipe { resize, writer };
