@@ -139,19 +139,26 @@ py-test: build sglang-ext
 py-check: build sglang-ext
 	$(PYTEST) -m "not slow" --ignore=tests/packaging
 
-# SGLang's compiled extension, the reference of compat/sglang/tests: only its .so, taken once
-# out of the sglang wheel (downloaded without dependencies; pinned by the .so's sha256).
+# SGLang's compiled extension, the reference of compat/sglang/tests, and the DeepSeek-V4.1
+# image preprocessing module, the reference of plugins/deepseek_v41/tests: only these two
+# files, taken once out of the sglang wheel (downloaded without dependencies; each pinned by
+# its sha256).
 SGLANG_EXT_MEMBER := sglang/srt/rust_extensions/_multimodal.cpython-311-x86_64-linux-gnu.so
+SGLANG_DSV41_MEMBER := sglang/srt/multimodal/deepseek_v41_image_processing.py
 SGLANG_EXT := $(DIST)/sglang-ext/$(notdir $(SGLANG_EXT_MEMBER))
-sglang-ext: $(SGLANG_EXT)
-$(SGLANG_EXT): | env
+SGLANG_DSV41 := $(DIST)/sglang-ext/$(notdir $(SGLANG_DSV41_MEMBER))
+SGLANG_MEMBER = $(PY) -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))'
+sglang-ext: $(SGLANG_EXT) $(SGLANG_DSV41)
+$(SGLANG_EXT) $(SGLANG_DSV41) &: | env
 	rm -rf $(@D) && mkdir -p $(@D)
 	$(PY) -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.11 \
 	  --platform manylinux_2_34_x86_64 --dest $(@D) sglang==0.5.23
-	$(PY) -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
-	  $(@D)/sglang-*.whl $(SGLANG_EXT_MEMBER) > $@.part
-	echo "32fb01ae1d4b1b941e34ded18fb47b2123c55d4b5d81ada455c3028f9f520aea  $@.part" | sha256sum -c --quiet
-	mv $@.part $@ && rm $(@D)/sglang-*.whl
+	$(SGLANG_MEMBER) $(@D)/sglang-*.whl $(SGLANG_DSV41_MEMBER) > $(SGLANG_DSV41).part
+	echo "4e9dd81161974df583959cdd977e7f10134a55598608fd1dcb18e08be35d3f65  $(SGLANG_DSV41).part" | sha256sum -c --quiet
+	$(SGLANG_MEMBER) $(@D)/sglang-*.whl $(SGLANG_EXT_MEMBER) > $(SGLANG_EXT).part
+	echo "32fb01ae1d4b1b941e34ded18fb47b2123c55d4b5d81ada455c3028f9f520aea  $(SGLANG_EXT).part" | sha256sum -c --quiet
+	mv $(SGLANG_DSV41).part $(SGLANG_DSV41) && mv $(SGLANG_EXT).part $(SGLANG_EXT)
+	rm $(@D)/sglang-*.whl
 
 # A bounded libFuzzer run of each decoder entry point (rust/mm-kernels/fuzz/README.md) from
 # the committed corpus; new inputs go to a scratch dir. `fuzz-smoke` (part of `make test`)

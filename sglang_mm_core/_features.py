@@ -409,7 +409,9 @@ class Features:
             raise KernelArgumentError("these features are written by a family kernel: no resample")
         assert self.table is not None
         native = [p._native() for p in parts]
-        out: npt.NDArray[Any] = recipe.run(image, native, self.table._native, codes, max(1, threads))
+        out: npt.NDArray[Any] = recipe.run(
+            image, native, self.table._native, codes, max(1, threads)
+        )
         return out
 
     def recipe(self) -> Any:
