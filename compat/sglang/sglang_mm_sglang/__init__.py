@@ -1,15 +1,16 @@
 """SGLang's compiled extension ``sglang.srt.rust_extensions._multimodal``, on sglang-mm.
 
-The submodules `common`, `inkling` and `qwen_vl` have the extension's function names,
+The submodules `common`, `dsv41`, `inkling` and `qwen_vl` have the extension's function names,
 parameters and return types, so switching is one line (docs/compat-sglang.md)::
 
     import sglang_mm_sglang as _multimodal  # was load_rust_extension(...)
 
 This distribution (``sglang-mm-sglang``) depends on the core and on the family plugins it
-covers (``sglang-mm-qwen-vl``, ``sglang-mm-inkling``); `inkling` and `qwen_vl` load on first
-use. Errors are the typed `sglang_mm_core.errors` classes and, where the extension raises
-`ValueError`, also `ValueError` (`sglang_mm_sglang.errors`). Threads: ``$SGLANG_MM_THREADS``,
-else the extension's ``$SGL_MM_RS_THREADS``, else the core's default (`threads`)."""
+covers (``sglang-mm-qwen-vl``, ``sglang-mm-inkling``, ``sglang-mm-deepseek-v41``); `dsv41`,
+`inkling` and `qwen_vl` load on first use. Errors are the typed `sglang_mm_core.errors`
+classes and, where the extension raises `ValueError`, also `ValueError`
+(`sglang_mm_sglang.errors`). Threads: ``$SGLANG_MM_THREADS``, else the extension's
+``$SGL_MM_RS_THREADS``, else the core's default (`threads`)."""
 
 from __future__ import annotations
 
@@ -19,10 +20,9 @@ from types import ModuleType
 from . import common, errors
 from ._support import threads
 
-#: The extension's submodules this package provides; the extension also has ``dsv41``
-#: (DeepSeek V4.1), which sglang-mm has no family for.
-SUBMODULES = ("common", "inkling", "qwen_vl")
-_LAZY = ("inkling", "qwen_vl")
+#: The extension's submodules, all provided here.
+SUBMODULES = ("common", "dsv41", "inkling", "qwen_vl")
+_LAZY = ("dsv41", "inkling", "qwen_vl")
 
 
 def __getattr__(name: str) -> ModuleType:
@@ -30,11 +30,6 @@ def __getattr__(name: str) -> ModuleType:
         module = importlib.import_module(f"{__name__}.{name}")
         globals()[name] = module
         return module
-    if name == "dsv41":
-        raise AttributeError(
-            f"{__name__} has no 'dsv41': sglang-mm has no DeepSeek V4.1 family (the extension's "
-            f"submodules provided here: {', '.join(SUBMODULES)})"
-        )
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -42,4 +37,4 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
-__all__ = ["SUBMODULES", "common", "errors", "inkling", "qwen_vl", "threads"]
+__all__ = ["SUBMODULES", "common", "dsv41", "errors", "inkling", "qwen_vl", "threads"]

@@ -18,10 +18,11 @@ from PIL import Image
 ROOT = Path(__file__).resolve().parents[3]
 EXT_NAME = "sglang.srt.rust_extensions._multimodal"
 EXT_PATH = ROOT / "dist" / "sglang-ext" / "_multimodal.cpython-311-x86_64-linux-gnu.so"
-# The references of the plugins' own tests: the numpy + Pillow one of the inkling spec, and
-# HuggingFace's Qwen2-VL processor (plugins/*/tests).
+# The references of the plugins' own tests: the numpy + Pillow one of the inkling spec,
+# HuggingFace's Qwen2-VL processor and SGLang's DeepSeek-V4.1 module (plugins/*/tests).
 # The core's local HTTP test server (tests/http_server.py).
 sys.path[:0] = [
+    str(ROOT / "plugins" / "deepseek_v41" / "tests"),
     str(ROOT / "plugins" / "inkling" / "tests"),
     str(ROOT / "plugins" / "qwen_vl" / "tests"),
     str(ROOT / "tests"),
