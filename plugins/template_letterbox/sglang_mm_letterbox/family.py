@@ -3,9 +3,9 @@
 Every image becomes ``PIL.ImageOps.pad(image, (size, size), BICUBIC, color=fill)``: resized to
 fit the square with its aspect ratio kept, centred on a canvas of ``fill``; then HF's numpy
 rescale (1/255) and normalize, as ``[3, size, size]`` float32, and ``(size // patch_size)²``
-image tokens per placeholder. The core cannot compose it (its parts pad on the right and
-bottom only), so `kernel` calls the family's Rust function; the table is declared here, and
-the core derives the compact form from it."""
+image tokens per placeholder. `kernel` calls the family's Rust function, the worked example
+of a kernel of one's own (the core composes the same feature with `Part.on_canvas`); the
+table is declared here, and the core derives the compact form from it."""
 
 from __future__ import annotations
 
@@ -72,8 +72,8 @@ class LetterboxFamily(mm.Family[LetterboxParams]):
         return mm.Plan(
             mm.Repeat(p.image_token_id, side * side),
             mm.Geometry(p.size, p.size, (side, side)),
-            # The kernel centres the resized image in the canvas (the core would pad it on
-            # the right and bottom); the part states the resize and the extent.
+            # The kernel centres the resized image on the canvas; the part states the resize
+            # and the extent.
             (mm.Part((w, h), pad_to=(p.size, p.size)),),
         )
 

@@ -1,19 +1,20 @@
-//! The `letterbox` family's kernel: what the core's composition cannot do, a resize *centred*
-//! on a canvas (the core pads a part on the right and bottom only).
+//! The `letterbox` family's kernel: the template of a family with a Rust kernel of its own.
 //!
 //! `PIL.ImageOps.pad(image, (size, size), BICUBIC, color=fill)`: the image resized to the
-//! `content` size the family's plan gives (Pillow-exact bicubic from `mm_kernels::resize`),
-//! pasted at `offset` on a `size`² canvas of `fill`. The canvas then goes through the
-//! `mm_kernels::features` pipeline like any core feature: one part that needs no resize, HF's
-//! numpy rescale-and-normalize table, channel planes; the values, or the samples themselves as
-//! the compact form's codes. The table is the core's own (`Table::new`), so the compact form
-//! the core derives from the family's `Table.hf` expands to exactly these values.
+//! `content` size the family's plan gives (Pillow-exact bicubic), pasted at `offset` on a
+//! `size`² canvas of `fill`, through the `mm_kernels::features` pipeline: one part on a canvas
+//! ([`Part::on_canvas`]), HF's numpy rescale-and-normalize table, channel planes; the values,
+//! or the samples themselves as the compact form's codes. The core composes the same feature
+//! from Python too; a kernel of your own earns its place when it does what `compose` cannot
+//! (Inkling's crate decodes and patchifies in one streamed pass). The table is the core's own
+//! (`Table::new`), so the compact form the core derives from the family's `Table.hf` expands
+//! to exactly these values.
 
 use mm_kernels::features::{
     compose, Arith, Codes, ComposeEncoder, Composed, Part, Recipe, Resize, Table, Values, Writer,
 };
-use mm_kernels::resize::{resize_rgb, PassOrder, Resample};
-use mm_kernels::{KernelError, Par, RgbImage, RgbView, MAX_IMAGE_PIXELS};
+use mm_kernels::resize::{PassOrder, Resample};
+use mm_kernels::{KernelError, Par, RgbView};
 use mm_pyglue::{array_from_vec, rgb_view, to_pyerr};
 use numpy::PyReadonlyArray3;
 use pyo3::prelude::*;
@@ -37,44 +38,21 @@ struct Letterbox {
 }
 
 impl Letterbox {
-    /// The `size`² canvas of `fill` with `image`, resized to `content`, pasted at `offset`.
-    fn canvas(&self, image: RgbView<'_>, par: &Par) -> Result<RgbImage, KernelError> {
-        let (s, (w, h), (x, y)) = (self.size, self.content, self.offset);
-        let fits = |at: usize, len: usize| at.checked_add(len).is_some_and(|end| end <= s);
-        let pixels = s.checked_mul(s).and_then(|n| u64::try_from(n).ok());
-        if pixels.is_none_or(|n| n > MAX_IMAGE_PIXELS) {
-            return Err(KernelError::InvalidArgument(format!(
-                "a {s}x{s} canvas is over the cap of {MAX_IMAGE_PIXELS} pixels"
-            )));
-        }
-        if w == 0 || h == 0 || !fits(x, w) || !fits(y, h) {
-            return Err(KernelError::InvalidArgument(format!(
-                "a {w}x{h} image at ({x}, {y}) does not fit a {s}x{s} canvas"
-            )));
-        }
-        let resized = resize_rgb(image, w, h, BICUBIC.resample, BICUBIC.order, par)?;
-        let mut data = self.fill.repeat(s * s);
-        for (row, pixels) in resized.data.chunks_exact(w * 3).enumerate() {
-            let at = ((y + row) * s + x) * 3;
-            data[at..at + w * 3].copy_from_slice(pixels);
-        }
-        RgbImage::new(s, s, data)
-    }
-
-    /// The canvas through `enc` as `[3, size, size]` channel planes.
+    /// The canvas through `enc` as `[3, size, size]` channel planes; a content that does not
+    /// fit the canvas at its offset is an [`KernelError::InvalidArgument`].
     fn compose<E: ComposeEncoder>(
         &self,
         image: RgbView<'_>,
         enc: &E,
         par: &Par,
     ) -> Result<Composed<E::Out>, KernelError> {
-        let canvas = self.canvas(image, par)?;
-        let whole = [Part::resized(self.size, self.size)];
+        let (w, h) = self.content;
+        let part = Part::on_canvas(w, h, (self.size, self.size), self.fill, self.offset);
         let recipe = Recipe {
             resize: BICUBIC,
             writer: Writer::Planes,
         };
-        compose(canvas.view(), &whole, &recipe, enc, par)
+        compose(image, &[part], &recipe, enc, par)
     }
 }
 
