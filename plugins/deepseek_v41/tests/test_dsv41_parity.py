@@ -113,3 +113,6 @@ def test_from_bytes_decode_as_sglangs_load_image() -> None:
         bits, *_ = patchify_numpy(im, args(**flat))
         np.testing.assert_array_equal(out.items[k].feature.array, bits, err_msg=f"image {k}")
     assert out.input_ids.size == len(ids) - len(datas) + sum(it.tokens for it in out.items)
+    counted = pipe.count_tokens(MmInput(input_ids=ids, images=datas))  # from headers alone
+    assert counted.per_item == [it.tokens for it in out.items]
+    assert counted.length == out.input_ids.size
