@@ -40,6 +40,12 @@ class HookSpecs:
     def sglang_mm_families(self) -> Sequence[type[Family[Any]]]:  # type: ignore[empty-body]
         """The family classes this plugin offers."""
 
+    @hookspec
+    def sglang_mm_hf_image_processors(self) -> Sequence[type]:  # type: ignore[empty-body]
+        """The transformers image processor classes this plugin offers (subclasses of
+        `sglang_mm_core.hf.ImageProcessor`); called only by `sglang_mm_core.hf`, so a plugin
+        imports transformers inside the hook, never at import time."""
+
 
 @dataclass(frozen=True)
 class FamilyInfo:
@@ -288,6 +294,30 @@ class Registry:
                     "subclass with a name and Params"
                 )
         return list(offered)
+
+    def hf_image_processors(self) -> list[type]:
+        """Every installed plugin's transformers image processor classes, in plugin order; a
+        failing hook is a `PluginError` naming the plugin (the caller asked for them)."""
+        with self._lock:
+            impls = list(self._pm.hook.sglang_mm_hf_image_processors.get_hookimpls())
+        out: list[type] = []
+        for impl in impls:
+            dist, version = self._origin.get(impl.plugin_name, ("in-process", ""))
+            where = f"plugin {impl.plugin_name!r} of {dist} {version}".rstrip()
+            try:
+                offered = impl.function()
+            except Exception as e:
+                raise PluginError(
+                    f"{where}: sglang_mm_hf_image_processors() failed: {type(e).__name__}: {e}"
+                ) from e
+            if not isinstance(offered, (list, tuple)) or not all(
+                isinstance(c, type) for c in offered
+            ):
+                raise PluginError(
+                    f"{where}: sglang_mm_hf_image_processors() must return a list of classes"
+                )
+            out.extend(c for c in offered if c not in out)
+        return out
 
     def broken(self, *, probe: bool = False) -> list[BrokenPlugin]:
         """What failed to load: plugins (import, entry point, hook) and families that cannot

@@ -1,0 +1,121 @@
+"""Checks for a family's transformers drop-in (`sglang_mm_core.hf.ImageProcessor`): every
+input form HF accepts, made from one RGB image, and a bit-for-bit comparison of two
+`BatchFeature` answers. A plugin's tests feed the same inputs to its class and to HF's.
+
+    for form in input_forms(rgb):
+        ours = mine(form.image, **form.kwargs)
+        theirs = hf(form.reference_image, **form.kwargs)
+        assert_batch_features_equal(ours, theirs)
+
+Needs transformers and Pillow (the extra ``sglang-mm-core[transformers]``)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+
+@dataclass(frozen=True)
+class InputForm:
+    """One way of handing the same picture to a processor. ``reference_image`` is what HF is
+    given where ours takes a form HF cannot (encoded bytes: HF gets the decoded PIL image);
+    ``kwargs`` are call keywords the form needs (``do_rescale=False`` for [0, 1] floats)."""
+
+    name: str
+    image: Any
+    reference_image: Any
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _alpha(h: int, w: int, seed: int) -> npt.NDArray[np.uint8]:
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 256, (h, w), dtype=np.uint8)
+    a[: h // 4] = 0
+    a[h // 4 : h // 2] = 255
+    return a
+
+
+def input_forms(rgb: npt.NDArray[np.uint8], *, tmp_dir: Path | None = None) -> Iterator[InputForm]:
+    """Every input form of ``rgb`` (uint8 ``[h, w, 3]``): PIL images in RGB, RGBA, LA, L, P
+    (with and without transparency), I;16, CMYK and 1; numpy HWC and CHW, RGBA and grey
+    arrays, integer-valued float, [0, 1] float; a 4-D batch, a list and a nested list; PNG
+    bytes, and a PNG path when ``tmp_dir`` is given."""
+    from PIL import Image
+
+    h, w, _ = rgb.shape
+    pil = Image.fromarray(rgb)
+    rgba = np.dstack([rgb, _alpha(h, w, 1)])
+
+    def same(name: str, image: Any, **kw: Any) -> InputForm:
+        return InputForm(name, image, image, kw)
+
+    yield same("pil_rgb", pil)
+    yield same("pil_rgba", Image.fromarray(rgba, "RGBA"))
+    yield same("pil_la", Image.fromarray(np.dstack([rgb[..., 0], _alpha(h, w, 2)]), "LA"))
+    yield same("pil_l", pil.convert("L"))
+    pal = pil.quantize(64)
+    yield same("pil_p", pal)
+    pal_t = pal.copy()
+    pal_t.info["transparency"] = 3
+    yield same("pil_p_transparency", pal_t)
+    deep = (rgb[..., 1].astype(np.uint32) * 257 // 2).astype("<u2")
+    yield same("pil_i16", Image.frombytes("I;16", (w, h), deep.tobytes()))
+    yield same("pil_cmyk", pil.convert("CMYK"))
+    yield same("pil_1", pil.convert("1"))
+    yield same("np_hwc_u8", rgb.copy())
+    yield same("np_chw_u8", np.ascontiguousarray(rgb.transpose(2, 0, 1)))
+    yield same("np_hwc_rgba_u8", rgba)
+    yield same("np_hwc_grey_u8", rgb[..., :1].copy())
+    yield same("np_hwc_f64_integral", rgb.astype(np.float64))
+    yield same("np_hwc_f32_unit", (rgb.astype(np.float32) / 255), do_rescale=False)
+    yield same("np_batch_4d", np.stack([rgb, rgb[::-1].copy()]))
+    yield same("list", [pil, Image.fromarray(rgb[::-1].copy())])
+    yield same("nested_list", [[pil], [Image.fromarray(rgb[:, ::-1].copy()), pil]])
+    buf = io.BytesIO()
+    pil.save(buf, "PNG")
+    yield InputForm("png_bytes", buf.getvalue(), pil)
+    if tmp_dir is not None:
+        path = Path(tmp_dir) / "input_form.png"
+        path.write_bytes(buf.getvalue())
+        yield same("png_path", str(path))
+
+
+def _as_numpy(value: Any) -> Any:
+    if hasattr(value, "detach"):
+        return value.detach().cpu().numpy()
+    return value
+
+
+def assert_batch_features_equal(ours: Mapping[str, Any], reference: Mapping[str, Any]) -> None:
+    """Same keys, and for each the same container type, dtype, shape and bits (lists of
+    arrays element by element)."""
+    assert sorted(ours.keys()) == sorted(reference.keys()), (
+        f"keys differ: {sorted(ours.keys())} vs {sorted(reference.keys())}"
+    )
+    for key in reference.keys():
+        _equal(ours[key], reference[key], key)
+
+
+def _equal(a: Any, b: Any, where: str) -> None:
+    assert type(a) is type(b), f"{where}: {type(a).__name__} vs {type(b).__name__}"
+    if isinstance(b, (list, tuple)):
+        assert len(a) == len(b), f"{where}: {len(a)} vs {len(b)} entries"
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _equal(x, y, f"{where}[{i}]")
+        return
+    if hasattr(b, "dtype"):
+        x, y = _as_numpy(a), _as_numpy(b)
+        assert x.dtype == y.dtype, f"{where}: dtype {x.dtype} vs {y.dtype}"
+        assert x.shape == y.shape, f"{where}: shape {x.shape} vs {y.shape}"
+        np.testing.assert_array_equal(x, y, err_msg=where, strict=True)
+        return
+    assert a == b, f"{where}: {a!r} vs {b!r}"
+
+
+__all__ = ["InputForm", "assert_batch_features_equal", "input_forms"]
