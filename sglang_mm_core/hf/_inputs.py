@@ -147,7 +147,7 @@ def _array(
             raise KernelArgumentError(
                 f"an image with {chw.shape[0]} channel(s) needs do_convert_rgb=True"
             )
-        prescaled = bool(_rescale_for_pil_conversion(chw))
+        prescaled = bool(_rescale_for_pil_conversion(chw))  # type: ignore[no-untyped-call]
     except ValueError as e:
         raise KernelArgumentError(f"image array {arr.dtype} {list(arr.shape)}: {e}") from None
     hwc = np.moveaxis(chw, 0, -1)

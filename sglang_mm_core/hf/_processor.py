@@ -18,10 +18,11 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import numpy.typing as npt
 from pydantic import ValidationError
-from transformers.image_processing_utils import BaseImageProcessor, BatchFeature
-from transformers.utils import is_torchvision_available
+from transformers.feature_extraction_utils import BatchFeature
+from transformers.image_processing_utils import BaseImageProcessor
+from transformers.utils.import_utils import is_torchvision_available
 
-from .._carriers import ProcessedItem
+from .._carriers import ProcessedItem, Tensor
 from .._family import Family
 from .._threads import resolve_threads
 from ..errors import KernelArgumentError, SpecError
@@ -76,9 +77,7 @@ class ImageProcessor(BaseImageProcessor):
         if isinstance(resample, str) and resample in _REFERENCE_ALIASES:
             reference = kwargs.pop("resample")
         if reference is not None and reference not in _REFERENCE_ALIASES:
-            raise SpecError(
-                f"resample={reference!r} names no HF backend (use 'pil' or 'aten_u8')"
-            )
+            raise SpecError(f"resample={reference!r} names no HF backend (use 'pil' or 'aten_u8')")
         type(self).check_config(kwargs)
         super().__init__(**kwargs)
         self.sglang_mm_resample = None if reference is None else _REFERENCE_ALIASES[reference]
@@ -141,7 +140,9 @@ class ImageProcessor(BaseImageProcessor):
                 _FAMILIES.popitem(last=False)
         return fam
 
-    def _preprocess_image_like_inputs(self, images: Any, *args: Any, **kwargs: Any) -> BatchFeature:
+    def _preprocess_image_like_inputs(  # type: ignore[override]
+        self, images: Any, *args: Any, **kwargs: Any
+    ) -> BatchFeature:
         if args:
             raise SpecError(f"{type(self).__name__} takes images and keywords only")
         fmt = kwargs.get("data_format")
@@ -241,6 +242,14 @@ def installed_pass_order() -> Literal["pillow13", "pillow12"]:
     return "pillow13" if major >= 13 else "pillow12"
 
 
+def feature_array(item: ProcessedItem) -> npt.NDArray[Any]:
+    """An item's full feature (the drop-ins never ask for the compact form)."""
+    feature = item.feature
+    if not isinstance(feature, Tensor):
+        raise TypeError("expected a full feature, got the compact form")
+    return feature.array
+
+
 def stack(arrays: Sequence[npt.NDArray[Any]]) -> npt.NDArray[Any]:
     """Items' features as one batch array along a new first axis."""
     return np.stack(list(arrays), axis=0)
@@ -256,10 +265,11 @@ __all__ = [
     "ImageProcessor",
     "Reference",
     "channels",
-    "check_rescale_factor",
     "check_resample",
+    "check_rescale_factor",
     "concat",
     "default_reference",
+    "feature_array",
     "installed_pass_order",
     "require",
     "stack",

@@ -18,7 +18,7 @@ def processor_classes() -> list[type[ImageProcessor]]:
     for cls in out:
         if not (isinstance(cls, type) and issubclass(cls, ImageProcessor)):
             raise PluginError(f"{cls!r} is not a sglang_mm_core.hf.ImageProcessor subclass")
-    return out  # type: ignore[return-value]
+    return out
 
 
 def _base_name(name: str) -> str:
@@ -31,7 +31,7 @@ def _base_name(name: str) -> str:
 def _mapping_names() -> dict[str, dict[str, Any]]:
     from transformers.models.auto import image_processing_auto as auto
 
-    return dict(auto.IMAGE_PROCESSOR_MAPPING_NAMES)
+    return dict(getattr(auto, "IMAGE_PROCESSOR_MAPPING_NAMES"))  # noqa: B009 (not re-exported)
 
 
 def model_types(cls: type[ImageProcessor]) -> list[str]:
@@ -110,9 +110,10 @@ def image_processor(path: str | os.PathLike[str], **kwargs: Any) -> ImageProcess
     """Our image processor for the model at ``path`` (a directory or a hub id in the local
     cache), built as ``AutoImageProcessor.from_pretrained(path, **kwargs)`` would build HF's;
     a `PluginError` when no installed family replaces its class: never HF's own class."""
-    hub = {k: kwargs[k] for k in ("cache_dir", "revision", "token", "local_files_only") if k in kwargs}
+    keys = ("cache_dir", "revision", "token", "local_files_only")
+    hub: dict[str, Any] = {k: kwargs[k] for k in keys if k in kwargs}
     cls = class_for(_hf_class_name(path, hub))
-    return cls.from_pretrained(path, **kwargs)  # type: ignore[return-value]
+    return cls.from_pretrained(path, **kwargs)
 
 
 def accelerate(processor: Any) -> Any:

@@ -57,7 +57,7 @@ class Qwen2VLImageProcessorSglangMm(mmhf.ImageProcessor, Qwen2VLImageProcessorPi
         settings: Mapping[str, Any],
     ) -> dict[str, Any]:
         return {
-            "pixel_values": mmhf.concat([it.feature.array for it in items]),
+            "pixel_values": mmhf.concat([mmhf.feature_array(it) for it in items]),
             "image_grid_thw": mmhf.concat([it.aux["image_grid_thw"].array for it in items]),
         }
 
