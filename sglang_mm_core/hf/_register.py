@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from .._registry import default_registry
@@ -50,8 +51,10 @@ def register() -> dict[str, list[str]]:
     ``"sglang_mm"``, for every config class whose model type transformers maps to the class
     it replaces; idempotent. Returns ``{class name: [model types]}``."""
     from transformers import AutoImageProcessor
+    from transformers.models.auto import image_processing_auto as auto
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
+    names = _mapping_names()
     done: dict[str, list[str]] = {}
     for cls in processor_classes():
         types = []
@@ -60,12 +63,29 @@ def register() -> dict[str, list[str]]:
                 config_class = CONFIG_MAPPING[model_type]
             except (KeyError, ImportError, AttributeError):
                 continue  # a model type whose config this transformers cannot import
-            AutoImageProcessor.register(
-                config_class, image_processor_classes={BACKEND: cls}, exist_ok=True
-            )
+            current = auto.IMAGE_PROCESSOR_MAPPING[config_class]
+            if BACKEND in current:
+                current[BACKEND] = cls  # ours already (the table holds names: see below)
+            else:
+                AutoImageProcessor.register(
+                    config_class, image_processor_classes={BACKEND: cls}, exist_ok=True
+                )
+                current = auto.IMAGE_PROCESSOR_MAPPING[config_class]
+            _keep_class_names(current, names[model_type])
             types.append(model_type)
         done[cls.__name__] = types
     return done
+
+
+def _keep_class_names(registered: dict[str, Any], stock: Mapping[str, Any]) -> None:
+    """Registering resolves the stock entries to classes; without torchvision its entry
+    resolves to the PIL class, and ``from_pretrained`` then no longer finds the mapping by
+    the ``image_processor_type`` a config names (it matches class names). Such an entry gets
+    its name back, as transformers' own table spells it."""
+    for backend, name in stock.items():
+        value = registered.get(backend)
+        if isinstance(name, str) and isinstance(value, type) and value.__name__ != name:
+            registered[backend] = name
 
 
 def class_for(name: str) -> type[ImageProcessor]:
