@@ -20,7 +20,7 @@ import numpy.typing as npt
 from pydantic import ValidationError
 from transformers.feature_extraction_utils import BatchFeature
 from transformers.image_processing_utils import BaseImageProcessor
-from transformers.utils.import_utils import is_torchvision_available
+from transformers.utils.import_utils import is_torch_available, is_torchvision_available
 
 from .._carriers import ProcessedItem, Tensor
 from .._family import Family
@@ -170,7 +170,7 @@ class ImageProcessor(BaseImageProcessor):
                 raise e.at_item(i, p.kind) from None
         data = self.batch(items, prepared, kwargs)
         tensors = kwargs.get("return_tensors")
-        if tensors is None and reference == "aten_u8":
+        if tensors is None and reference == "aten_u8" and is_torch_available():
             tensors = "pt"  # HF's torchvision backend answers torch tensors by default
         return BatchFeature(data=data, tensor_type=tensors)
 

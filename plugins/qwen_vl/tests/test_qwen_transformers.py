@@ -272,3 +272,27 @@ def test_pil_passthrough_is_not_copied_needlessly() -> None:
     ours = Ours(resample="pil")
     img = Image.fromarray(generated_image(64, 64))
     _both(hf_pil_processor(QWEN2), ours, img)
+
+
+def _golden_cases() -> list[dict[str, Any]]:
+    from test_qwen_aten_parity import META
+
+    return list(META["cases"])
+
+
+@pytest.mark.parametrize("case", _golden_cases(), ids=lambda c: c["id"])
+def test_torchvision_reference_replays_the_goldens(case: dict[str, Any]) -> None:
+    """``resample="aten_u8"`` (what ``from_pretrained`` picks where torchvision is installed)
+    against HF's torchvision ``Qwen2VLImageProcessor``, replayed from the committed goldens
+    (tests/gen_goldens.py): the drop-in's whole answer, fed a uint8 array."""
+    from test_qwen_aten_parity import ARRAYS, META, _input, _sha256
+
+    params = META["params"][case["params"]]
+    ours = Ours(sglang_mm_resample="aten_u8", **_config(params))
+    out = ours(_input(case), return_tensors="np")
+    got = out["pixel_values"]
+    np.testing.assert_array_equal(out["image_grid_thw"], np.array(case["grid_thw"]).reshape(1, 3))
+    assert list(got.shape) == case["pixel_values_shape"]
+    if case["stored"] == "full":
+        np.testing.assert_array_equal(got, ARRAYS[f"{case['id']}/pixel_values"], strict=True)
+    assert _sha256(got) == case["pixel_values_sha256"]
