@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 from _qwen_refs import PHOTOS, QWEN2, QWEN3, hf_pil_processor, noise, photo
 from PIL import Image
+from sglang_mm_qwen_vl.hf_processor import Qwen2VLImageProcessorSglangMm as Ours
 from transformers import AutoImageProcessor, Qwen2VLImageProcessorPil
 
 import sglang_mm_core.hf as mmhf
 from sglang_mm_core.conformance.hf import assert_batch_features_equal, input_forms
 from sglang_mm_core.conformance.images import generated_image
 from sglang_mm_core.errors import KernelArgumentError, PluginError, SpecError
-from sglang_mm_qwen_vl.hf_processor import Qwen2VLImageProcessorSglangMm as Ours
 
 PARAM_SETS = {"qwen2": QWEN2, "qwen3": QWEN3}
 
@@ -223,9 +223,7 @@ def _tokenizer() -> Any:
     vocab = {w: i for i, w in enumerate(["<unk>", "hello", "world", "two", "photos"])}
     vocab.update(special)
     tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Split(
-        Regex(r"<\|[a-z_]+\|>| |[^\s<]+"), behavior="isolated"
-    )
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"<\|[a-z_]+\|>| |[^\s<]+"), behavior="isolated")
     return PreTrainedTokenizerFast(
         tokenizer_object=tok,
         unk_token="<unk>",
