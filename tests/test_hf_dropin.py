@@ -133,3 +133,14 @@ def test_registry_hook_failures_name_the_plugin() -> None:
     reg.register(_NotAList(), name="odd-hf")
     with pytest.raises(PluginError, match=r"odd-hf.*list of classes"):
         reg.hf_image_processors()
+
+
+def test_answers_are_fresh_writable_arrays() -> None:
+    """One image's pixel_values is the kernel's own fresh array (not copied again); a caller
+    may still write into it, as into HF's."""
+    ours = OURS(resample="pil")
+    img = generated_image(64, 48)
+    a, b = ours(img), ours(img)
+    assert a["pixel_values"].flags.writeable and a["image_grid_thw"].flags.writeable
+    a["pixel_values"][:] = 0
+    assert b["pixel_values"].any()

@@ -251,13 +251,20 @@ def feature_array(item: ProcessedItem) -> npt.NDArray[Any]:
 
 
 def stack(arrays: Sequence[npt.NDArray[Any]]) -> npt.NDArray[Any]:
-    """Items' features as one batch array along a new first axis."""
-    return np.stack(list(arrays), axis=0)
+    """Items' features as one batch array along a new first axis (one item: a view)."""
+    arrays = list(arrays)
+    if len(arrays) == 1:
+        return arrays[0][None]
+    return np.stack(arrays, axis=0)
 
 
 def concat(arrays: Sequence[npt.NDArray[Any]]) -> npt.NDArray[Any]:
-    """Items' features concatenated along their first axis (HF's ragged patch batches)."""
-    return np.concatenate(list(arrays), axis=0)
+    """Items' features concatenated along their first axis (HF's ragged patch batches); one
+    item's array is its own (fresh) array, not a copy."""
+    arrays = list(arrays)
+    if len(arrays) == 1:
+        return arrays[0]
+    return np.concatenate(arrays, axis=0)
 
 
 __all__ = [
