@@ -14,3 +14,11 @@ from .family import InternVLFamily
 def sglang_mm_families() -> Sequence[type[Family[Any]]]:
     """The families this plugin offers."""
     return [InternVLFamily]
+
+
+@hookimpl
+def sglang_mm_hf_image_processors() -> Sequence[type]:
+    """The transformers drop-in (imported here: it needs transformers)."""
+    from .hf_processor import GotOcr2ImageProcessorSglangMm
+
+    return [GotOcr2ImageProcessorSglangMm]
