@@ -54,7 +54,8 @@ def _ndim(x: Any) -> int | None:
 def flatten(images: Any) -> list[Any]:
     """HF's ``make_flat_list_of_images``: one image, a list of them, a list of lists (one per
     prompt), or a 4-D batch array, as one flat list in order; encoded sources count as
-    images."""
+    images. An empty list stays empty: what a batch of no images is, is the family's
+    answer (`ImageProcessor.batch`), as it is HF's."""
 
     def one(x: Any) -> list[Any]:
         if not _is_image(x):
@@ -77,8 +78,6 @@ def flatten(images: Any) -> list[Any]:
                     out.extend(one(x))
             else:
                 out.extend(one(entry))
-        if not out:
-            raise KernelArgumentError("no images given")
         return out
     return one(images)
 

@@ -10,7 +10,7 @@ from typing import Any
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
 from sglang_mm_core import hf as mmhf
-from sglang_mm_core.plugin import ProcessedItem, SpecError
+from sglang_mm_core.plugin import KernelArgumentError, ProcessedItem, SpecError
 
 from .family import QwenVLFamily
 from .hf import _check_settings
@@ -56,6 +56,8 @@ class Qwen2VLImageProcessorSglangMm(mmhf.ImageProcessor, Qwen2VLImageProcessorPi
         images: Sequence[mmhf.Prepared],
         settings: Mapping[str, Any],
     ) -> dict[str, Any]:
+        if not items:  # HF's concatenation of nothing fails too
+            raise KernelArgumentError("no images given")
         return {
             "pixel_values": mmhf.concat([mmhf.feature_array(it) for it in items]),
             "image_grid_thw": mmhf.concat([it.aux["image_grid_thw"].array for it in items]),
