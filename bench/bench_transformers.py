@@ -6,10 +6,14 @@ For every installed family class (`sglang_mm_core.hf.processor_classes`), on a 1
   1. given a PIL image (what callers hold today): HF's PIL class vs ours
      (target >= 5x; >= 2x against the torchvision class where torch is installed);
   2. given the file's bytes: ``Image.open`` + HF's PIL class vs ours on the bytes (target >= 8x),
-     with Pillow's decode-only time beside it.
-Each pair is first checked to give the same BatchFeature bit for bit.
+     with Pillow's decode-only time beside it;
+  3. where torchvision is installed: HF's torchvision class (what ``from_pretrained`` picks
+     there) vs ours at its default reference, given the PIL image (target >= 2x).
+Each pair is first checked to give the same BatchFeature bit for bit (torch tensors in 3).
 
-Run: .venv/bin/python bench/bench_transformers.py [--quick]"""
+Run: .venv/bin/python bench/bench_transformers.py [--quick]; for section 3, from a venv with
+torch and torchvision whose path also holds the project's packages (a .pth file naming
+.venv's site-packages), e.g. /path/to/torchenv/bin/python bench/bench_transformers.py."""
 
 from __future__ import annotations
 
@@ -41,6 +45,37 @@ def decoded(data: bytes) -> Image.Image:
     img = Image.open(io.BytesIO(data))
     img.load()
     return img
+
+
+def torchvision_section(repeat: int) -> None:
+    import torch
+    import transformers
+    from transformers.utils.import_utils import is_torchvision_available
+
+    if not is_torchvision_available():
+        print("\n(torchvision not installed: section 3 skipped)")
+        return
+    torch.set_num_threads(1)
+    print(f"\nvs HF's torchvision classes (torch {torch.__version__}), given a PIL image (ms)")
+    print(f"{'class':34} {'size':6} {'HF tv':>8} {'ours':>8} {'ratio':>6}")
+    for cls in mmhf.processor_classes():
+        tv = getattr(transformers, cls.replaces)()
+        ours = cls()
+        assert ours.reference == "aten_u8"
+        ours.threads = 1
+        for label, (size, cols, rows) in SIZES.items():
+            pil = decoded(mosaic(size, cols, rows)).convert("RGB")
+            try:
+                assert_batch_features_equal(ours(pil), tv(pil))
+            except AssertionError as e:
+                print(f"{cls.__name__:34} {label:6} NOT EQUAL to HF's torchvision class: {e}")
+                continue
+            t = interleaved({"tv": lambda: tv(pil), "ours": lambda: ours(pil)}, repeat)
+            print(
+                f"{cls.__name__:34} {label:6} {t['tv']:8.1f} {t['ours']:8.1f} "
+                f"{t['tv'] / t['ours']:5.1f}x",
+                flush=True,
+            )
 
 
 def main() -> None:
@@ -77,6 +112,12 @@ def main() -> None:
                 f"{t['decode']:7.1f} {t['ours_bytes'] / t['decode']:7.2f}x",
                 flush=True,
             )
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("\n(torch not installed: section 3 skipped)")
+    else:
+        torchvision_section(repeat)
 
 
 if __name__ == "__main__":

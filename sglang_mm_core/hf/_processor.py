@@ -171,7 +171,8 @@ class ImageProcessor(BaseImageProcessor):
         data = self.batch(items, prepared, kwargs)
         tensors = kwargs.get("return_tensors")
         if tensors is None and reference == "aten_u8" and is_torch_available():
-            tensors = "pt"  # HF's torchvision backend answers torch tensors by default
+            # HF's torchvision backend answers its arrays as torch tensors, in the same lists
+            data = {k: _torch_arrays(v) for k, v in data.items()}
         return BatchFeature(data=data, tensor_type=tensors)
 
     @staticmethod
@@ -201,6 +202,17 @@ class ImageProcessor(BaseImageProcessor):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(reference={self.reference!r}) {self.to_json_string()}"
+
+
+def _torch_arrays(value: Any) -> Any:
+    """numpy arrays as torch tensors (sharing memory), lists and tuples kept."""
+    if isinstance(value, np.ndarray):
+        import torch
+
+        return torch.from_numpy(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_torch_arrays(v) for v in value)
+    return value
 
 
 def require(settings: Mapping[str, Any], key: str, want: Any) -> None:
