@@ -98,7 +98,7 @@ def test_torchvision_reference_takes_uint8_rgb_only() -> None:
     assert_batch_features_equal(pil, hwc)
     with pytest.raises(KernelArgumentError, match="floating point"):
         ours(rgb.astype(np.float32) / 255, do_rescale=False)
-    with pytest.raises(KernelArgumentError, match="RGB uint8"):
+    with pytest.raises(KernelArgumentError, match="uint8 RGB or grey"):
         ours(np.dstack([rgb, rgb[..., :1]]))
 
 

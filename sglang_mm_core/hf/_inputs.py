@@ -132,7 +132,7 @@ def _array(
 ) -> Prepared:
     arr = x.detach().cpu().numpy() if _is_torch(x) else np.asarray(x)
     if torchvision:
-        return _array_torchvision(arr, input_data_format)
+        return _array_torchvision(arr, input_data_format, do_convert_rgb)
     # HF's PIL backend: its own process_image (channels first, RGB), then the uint8 round trip
     # its resize makes through PIL (to_pil_image: scaled by 255 when the values are in [0, 1]).
     from transformers.image_processing_backends import PilBackend
@@ -155,24 +155,32 @@ def _array(
     return Prepared(np.ascontiguousarray(hwc.astype(np.uint8)), prescaled, kind="array")
 
 
-def _array_torchvision(arr: npt.NDArray[Any], input_data_format: Any) -> Prepared:
-    # The torchvision backend resizes float tensors in float: only uint8 RGB is the kernel's.
+def _array_torchvision(
+    arr: npt.NDArray[Any], input_data_format: Any, do_convert_rgb: bool
+) -> Prepared:
+    # The torchvision backend resizes float tensors in float: only uint8 is the kernel's; a
+    # grey image is repeated to RGB as tvF.grayscale_to_rgb does. Its RGBA composite runs in
+    # torch's float32 and is not reproduced.
     if arr.dtype != np.uint8:
         raise KernelArgumentError(
             f"a {arr.dtype} image array is resized in floating point by HF's torchvision "
             "backend, which this processor does not reproduce: pass uint8, a PIL image, or use "
             "the PIL reference (resample='pil')"
         )
+    if arr.ndim == 2:
+        arr = arr[None]
     if arr.ndim == 3:
         fmt = str(getattr(input_data_format, "value", input_data_format) or "")
-        first = arr.shape[0] == 3 if not fmt else fmt == "channels_first"
-        if first and arr.shape[0] == 3:
-            return Prepared(np.ascontiguousarray(np.moveaxis(arr, 0, -1)))
-        if not first and arr.shape[2] == 3:
-            return Prepared(as_rgb(arr))
+        if not fmt:
+            fmt = "channels_first" if arr.shape[0] in (1, 3, 4) else "channels_last"
+        hwc = np.moveaxis(arr, 0, -1) if fmt == "channels_first" else arr
+        if hwc.shape[2] == 1 and do_convert_rgb:
+            hwc = np.repeat(hwc, 3, axis=2)
+        if hwc.shape[2] == 3:
+            return Prepared(np.ascontiguousarray(hwc))
     raise KernelArgumentError(
-        f"under the torchvision reference an image array must be RGB uint8 [h, w, 3] or "
-        f"[3, h, w], got {list(arr.shape)}"
+        f"under the torchvision reference an image array must be uint8 RGB or grey (with "
+        f"do_convert_rgb), [h, w, c] or [c, h, w], got {list(arr.shape)}"
     )
 
 
