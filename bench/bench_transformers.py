@@ -17,10 +17,12 @@ torch and torchvision whose path also holds the project's packages (a .pth file 
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import sys
 import warnings
+from collections.abc import Callable
 
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 warnings.simplefilter("ignore")
@@ -47,6 +49,15 @@ def decoded(data: bytes) -> Image.Image:
     return img
 
 
+def _on(image: object, **processors: Callable[[object], object]) -> dict[str, Callable[[], object]]:
+    """Each processor called on ``image``, by name."""
+    return {name: functools.partial(p, image) for name, p in processors.items()}
+
+
+def _decode_then(fn: Callable[[Image.Image], object], data: bytes) -> Callable[[], object]:
+    return lambda: fn(decoded(data))
+
+
 def torchvision_section(repeat: int) -> None:
     import torch
     import transformers
@@ -70,7 +81,7 @@ def torchvision_section(repeat: int) -> None:
             except AssertionError as e:
                 print(f"{cls.__name__:34} {label:6} NOT EQUAL to HF's torchvision class: {e}")
                 continue
-            t = interleaved({"tv": lambda: tv(pil), "ours": lambda: ours(pil)}, repeat)
+            t = interleaved(_on(pil, tv=tv, ours=ours), repeat)
             print(
                 f"{cls.__name__:34} {label:6} {t['tv']:8.1f} {t['ours']:8.1f} "
                 f"{t['tv'] / t['ours']:5.1f}x",
@@ -97,11 +108,10 @@ def main() -> None:
             assert_batch_features_equal(ours(data), hf(decoded(data)))
             t = interleaved(
                 {
-                    "hf_pil": lambda: hf(pil),
-                    "ours_pil": lambda: ours(pil),
-                    "hf_bytes": lambda: hf(decoded(data)),
-                    "ours_bytes": lambda: ours(data),
-                    "decode": lambda: decoded(data),
+                    **_on(pil, hf_pil=hf, ours_pil=ours),
+                    **_on(data, ours_bytes=ours),
+                    "hf_bytes": _decode_then(hf, data),
+                    "decode": _decode_then(lambda img: img, data),
                 },
                 repeat,
             )
