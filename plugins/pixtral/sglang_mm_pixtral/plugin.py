@@ -14,3 +14,11 @@ from .family import PixtralFamily
 def sglang_mm_families() -> Sequence[type[Family[Any]]]:
     """The families this plugin offers."""
     return [PixtralFamily]
+
+
+@hookimpl
+def sglang_mm_hf_image_processors() -> Sequence[type]:
+    """The transformers drop-in (imported here: it needs transformers)."""
+    from .hf_processor import PixtralImageProcessorSglangMm
+
+    return [PixtralImageProcessorSglangMm]
