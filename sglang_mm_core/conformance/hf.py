@@ -93,8 +93,8 @@ def _as_numpy(value: Any) -> Any:
 
 
 def assert_batch_features_equal(ours: Mapping[str, Any], reference: Mapping[str, Any]) -> None:
-    """Same keys, and for each the same container type, dtype, shape and bits (lists of
-    arrays element by element)."""
+    """Same keys, and for each the same container type, dtype, shape, values and bits (lists
+    of arrays element by element)."""
     assert sorted(ours.keys()) == sorted(reference.keys()), (
         f"keys differ: {sorted(ours.keys())} vs {sorted(reference.keys())}"
     )
@@ -114,6 +114,9 @@ def _equal(a: Any, b: Any, where: str) -> None:
         assert x.dtype == y.dtype, f"{where}: dtype {x.dtype} vs {y.dtype}"
         assert x.shape == y.shape, f"{where}: shape {x.shape} vs {y.shape}"
         np.testing.assert_array_equal(x, y, err_msg=where, strict=True)
+        if x.dtype.kind == "f":  # bits too: -0.0 is not +0.0, and NaN payloads count
+            bits = f"u{x.dtype.itemsize}"
+            np.testing.assert_array_equal(x.view(bits), y.view(bits), err_msg=f"{where} (bits)")
         return
     assert a == b, f"{where}: {a!r} vs {b!r}"
 

@@ -282,12 +282,13 @@ def _golden_cases() -> list[dict[str, Any]]:
 def test_torchvision_reference_replays_the_goldens(case: dict[str, Any]) -> None:
     """``resample="aten_u8"`` (what ``from_pretrained`` picks where torchvision is installed)
     against HF's torchvision ``Qwen2VLImageProcessor``, replayed from the committed goldens
-    (tests/gen_goldens.py): the drop-in's whole answer, fed a uint8 array."""
+    (tests/gen_goldens.py): the drop-in's whole answer."""
     from test_qwen_aten_parity import ARRAYS, META, _input, _sha256
 
     params = META["params"][case["params"]]
     ours = Ours(sglang_mm_resample="aten_u8", **_config(params))
-    out = ours(_input(case), return_tensors="np")
+    # As a PIL image: HF reads a [1, 1, 3] array as channels-first (ambiguous shapes are).
+    out = ours(Image.fromarray(_input(case)), return_tensors="np")
     got = out["pixel_values"]
     np.testing.assert_array_equal(out["image_grid_thw"], np.array(case["grid_thw"]).reshape(1, 3))
     assert list(got.shape) == case["pixel_values_shape"]
