@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 from transformers.image_processing_utils import get_size_dict
 from transformers.models.pixtral.image_processing_pil_pixtral import PixtralImageProcessorPil
+from transformers.utils.import_utils import is_torch_available
 
 from sglang_mm_core import hf as mmhf
 from sglang_mm_core.plugin import ProcessedItem, SpecError
@@ -110,7 +111,17 @@ class PixtralImageProcessorSglangMm(mmhf.ImageProcessor, PixtralImageProcessorPi
         arrays = [mmhf.feature_array(it) for it in items]
         sizes = [(int(it.geometry.height), int(it.geometry.width)) for it in items]
         pixel_values: Any = _pad_for_batching(arrays) if settings.get("do_pad") else arrays
-        return {"pixel_values": pixel_values, "image_sizes": sizes}
+        image_sizes: list[Any] = list(sizes)
+        if (
+            self.reference == "aten_u8"
+            and settings.get("return_tensors") is None
+            and is_torch_available()
+        ):
+            import torch
+
+            # HF's torchvision class answers each size as the resized tensor's torch.Size
+            image_sizes = [torch.Size(s) for s in sizes]
+        return {"pixel_values": pixel_values, "image_sizes": image_sizes}
 
 
 __all__ = ["PixtralImageProcessorSglangMm"]
