@@ -63,14 +63,15 @@ def register() -> dict[str, list[str]]:
                 config_class = CONFIG_MAPPING[model_type]
             except (KeyError, ImportError, AttributeError):
                 continue  # a model type whose config this transformers cannot import
-            current = auto.IMAGE_PROCESSOR_MAPPING[config_class]
+            # typed as a (slow, fast) pair; in transformers 5 it is the backend -> class dict
+            current: dict[str, Any] = auto.IMAGE_PROCESSOR_MAPPING[config_class]  # type: ignore[assignment]
             if BACKEND in current:
                 current[BACKEND] = cls  # ours already (the table holds names: see below)
             else:
                 AutoImageProcessor.register(
                     config_class, image_processor_classes={BACKEND: cls}, exist_ok=True
                 )
-                current = auto.IMAGE_PROCESSOR_MAPPING[config_class]
+                current = auto.IMAGE_PROCESSOR_MAPPING[config_class]  # type: ignore[assignment]
             _keep_class_names(current, names[model_type])
             types.append(model_type)
         done[cls.__name__] = types
