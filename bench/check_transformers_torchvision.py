@@ -61,6 +61,24 @@ def main() -> int:
                     verdict = f"DIFFERENT: {e}"
                     bad += 1
             print(f"{cls.__name__:34} {form.name:22} {verdict}", flush=True)
+    # torch tensors against the PIL classes too (HF's PIL backend takes them as numpy)
+    for cls in mmhf.processor_classes():
+        pil_ref = next(
+            b for b in cls.__mro__[1:] if b.__module__.startswith("transformers.models.")
+        )()
+        ours = cls(resample="pil")
+        for form in input_forms(generated_image(173, 97)):
+            if not form.name.startswith("torch_"):
+                continue
+            try:
+                assert_batch_features_equal(
+                    ours(form.image, **form.kwargs), pil_ref(form.reference_image, **form.kwargs)
+                )
+                verdict = "equal"
+            except AssertionError as e:
+                verdict = f"DIFFERENT: {e}"
+                bad += 1
+            print(f"{cls.__name__:34} {form.name + ' (pil)':22} {verdict}", flush=True)
     return 1 if bad else 0
 
 

@@ -44,8 +44,8 @@ def _alpha(h: int, w: int, seed: int) -> npt.NDArray[np.uint8]:
 def input_forms(rgb: npt.NDArray[np.uint8], *, tmp_dir: Path | None = None) -> Iterator[InputForm]:
     """Every input form of ``rgb`` (uint8 ``[h, w, 3]``): PIL images in RGB, RGBA, LA, L, P
     (with and without transparency), I;16, CMYK and 1; numpy HWC and CHW, RGBA and grey
-    arrays, integer-valued float, [0, 1] float; a 4-D batch, a list and a nested list; PNG
-    bytes, and a PNG path when ``tmp_dir`` is given."""
+    arrays, integer-valued float, [0, 1] float; torch tensors where torch is installed; a 4-D
+    batch, a list and a nested list; PNG bytes, and a PNG path when ``tmp_dir`` is given."""
     from PIL import Image
 
     h, w, _ = rgb.shape
@@ -77,6 +77,17 @@ def input_forms(rgb: npt.NDArray[np.uint8], *, tmp_dir: Path | None = None) -> I
     yield same("np_batch_4d", np.stack([rgb, rgb[::-1].copy()]))
     yield same("list", [pil, Image.fromarray(rgb[::-1].copy())])
     yield same("nested_list", [[pil], [Image.fromarray(rgb[:, ::-1].copy()), pil]])
+    try:
+        import torch
+    except ImportError:
+        pass  # torch tensors only where torch is (CI has none: the torch venv checks them)
+    else:
+        chw = np.ascontiguousarray(rgb.transpose(2, 0, 1))
+        yield same("torch_chw_u8", torch.from_numpy(chw))
+        yield same("torch_hwc_u8", torch.from_numpy(rgb.copy()))
+        yield same(
+            "torch_chw_f32_unit", torch.from_numpy(chw.astype(np.float32) / 255), do_rescale=False
+        )
     buf = io.BytesIO()
     pil.save(buf, "PNG")
     yield InputForm("png_bytes", buf.getvalue(), pil)
