@@ -56,9 +56,12 @@ def image_decode_rgb(
 ) -> npt.NDArray[np.uint8]:
     """Decode JPEG, PNG, WebP, GIF (first frame) or BMP bytes to RGB uint8 ``[h, w, 3]``,
     bit-exact with Pillow. ``alpha="white"`` composites onto white as HuggingFace's
-    ``convert_to_rgb``; ``"drop"`` is Pillow's ``convert("RGB")``. The pixel and side limits
-    are checked from the header before any pixel is decoded (`LimitError`); anything that is
-    not a supported 8-bit image is a `DecodeError`."""
+    ``convert_to_rgb``; ``"drop"`` is Pillow's ``convert("RGB")``. Every PNG layout Pillow
+    opens is accepted, 16-bit ones converted as Pillow converts them (so they match a Pillow
+    reference, not a rescale): gray ("I;16") clamped to 255, RGB, RGBA and gray + alpha cut
+    to their high byte, a tRNS colour matched by its low bytes. The pixel and side limits are
+    checked from the header before any pixel is decoded (`LimitError`); a format or layout
+    Pillow cannot open (TIFF, 12-bit JPEG, 16-bit palette PNG, ...) is a `DecodeError`."""
     return _native.image_decode_rgb(data, alpha, exif_orientation, max_pixels, max_side)
 
 

@@ -125,14 +125,6 @@ def test_edge_cases_match_pillow_or_fail_like_it(name: str) -> None:
         assert_array_equal(image_decode_rgb(data, alpha=alpha), want)
 
 
-def test_sixteen_bit_png_is_rejected_not_rescaled() -> None:
-    for color_type, channels in ((0, 1), (2, 3), (4, 2), (6, 4)):
-        samples = np.arange(12 * channels, dtype=np.uint16).reshape(3, 4, channels) * 3000
-        data = corpus.png_raw(samples, color_type, 16)
-        with pytest.raises(DecodeError, match="16-bit"):
-            image_decode_rgb(data)
-
-
 def test_twelve_bit_jpeg_is_rejected() -> None:
     jpeg = bytearray(corpus.save(corpus.photo()[:16, :16], "JPEG"))
     sof = jpeg.index(b"\xff\xc0")

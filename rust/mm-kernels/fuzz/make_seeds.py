@@ -61,6 +61,30 @@ def adam7_gray(gray: np.ndarray) -> bytes:
     )
 
 
+def png16(color_type: int, channels: int, *, interlace: bool = False, trns: bytes = b"") -> bytes:
+    """A 16-bit PNG (Pillow writes only 16-bit gray), Adam7 or not, every row filter 0."""
+    rng = np.random.default_rng(color_type)
+    samples = rng.integers(0, 65536, (H, W, channels), dtype=np.uint16)
+    passes = [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2)]
+    passes.append((0, 1, 1, 2))
+    if not interlace:
+        passes = [(0, 0, 1, 1)]
+    raw = b"".join(
+        b"\x00" + samples[y, x0::dx].astype(">u2").tobytes()
+        for x0, y0, dx, dy in passes
+        if x0 < W
+        for y in range(y0, H, dy)
+    )
+    ihdr = struct.pack(">IIBBBBB", W, H, 16, color_type, 0, 0, int(interlace))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", ihdr)
+        + (chunk(b"tRNS", trns) if trns else b"")
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
+
+
 def rle8_bmp() -> bytes:
     """A 6x3 RLE8 BMP with a delta and an end-of-line (Pillow writes no RLE)."""
     rle = bytes([3, 5, 0, 2, 1, 1, 2, 7, 0, 0, 6, 9, 0, 1])
@@ -92,6 +116,11 @@ def valid() -> Iterator[tuple[str, bytes]]:
     r, g, b = np.asarray(rgb)[0, 0].tolist()
     yield "png-rgb-trns", save(rgb, "PNG", transparency=(r, g, b))
     yield "png-adam7", adam7_gray(np.asarray(gray))
+    gray16 = Image.fromarray(pixels(1, 4)[:, :, 0].astype(np.uint16) * 257)  # mode I;16
+    yield "png-gray16-trns", save(gray16, "PNG", transparency=0x101)
+    yield "png-rgb16-trns", png16(2, 3, trns=struct.pack(">HHH", 1, 2, 3))
+    yield "png-la16", png16(4, 2)
+    yield "png-rgba16-adam7", png16(6, 4, interlace=True)
     yield "png-exif", save(rgb, "PNG", exif=exif(6))
     yield "png-ztxt-exif", save(rgb, "PNG", pnginfo=text)
     yield "png-itxt-xmp", save(rgb, "PNG", pnginfo=xmp)

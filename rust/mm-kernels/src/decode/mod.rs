@@ -81,7 +81,7 @@ impl Default for DecodeOptions {
 pub enum Format {
     /// JPEG (baseline, progressive; gray, YCbCr, CMYK, YCCK), through libjpeg-turbo.
     Jpeg,
-    /// PNG of every 8-bit-or-less colour type, interlaced or not.
+    /// PNG of every layout Pillow opens (1, 2, 4, 8 and 16-bit samples), interlaced or not.
     Png,
     /// WebP, lossy and lossless, through libwebp.
     WebP,

@@ -337,12 +337,115 @@ fn limits_apply_to_every_format() {
     }
 }
 
+fn be16(samples: &[u16]) -> Vec<u8> {
+    samples.iter().flat_map(|v| v.to_be_bytes()).collect()
+}
+
+fn drop_alpha() -> DecodeOptions {
+    DecodeOptions {
+        alpha: Alpha::Drop,
+        ..opts()
+    }
+}
+
+/// Pillow 13's reductions, checked against it from Python (tests/test_decode_deep.py): "I;16"
+/// gray clamps to 255, 16-bit RGB / RGBA / gray + alpha keep the high byte.
 #[test]
-fn sixteen_bit_png_is_rejected() {
-    let data = png(2, 2, 16, 2, &[0u8; 24], &[]);
+fn sixteen_bit_png_reduces_as_pillow_does() {
+    let gray = [0u16, 1, 255, 256, 257, 65535];
+    let data = png(6, 1, 16, 0, &be16(&gray), &[]);
+    let img = decode_rgb(&data, &opts()).unwrap();
+    let want: Vec<u8> = [0u8, 1, 255, 255, 255, 255]
+        .iter()
+        .flat_map(|&v| [v; 3])
+        .collect();
+    assert_eq!(img.data, want);
+    assert_eq!(image_dimensions(&data, true).unwrap(), (6, 1));
+
+    let rgb = [0x1234u16, 0x00ff, 0xff00, 0xffff, 0x0100, 0x0001];
+    let img = decode_rgb(&png(2, 1, 16, 2, &be16(&rgb), &[]), &opts()).unwrap();
+    assert_eq!(img.data, vec![0x12, 0x00, 0xff, 0xff, 0x01, 0x00]);
+
+    // RGBA: alpha 0 is white, 0xff.. opaque; dropped alpha keeps the high bytes.
+    let rgba = [
+        0x1234u16, 0x5678, 0x9abc, 0x00ff, 0x1234, 0x5678, 0x9abc, 0xff00,
+    ];
+    let data = png(2, 1, 16, 6, &be16(&rgba), &[]);
+    assert_eq!(
+        decode_rgb(&data, &opts()).unwrap().data,
+        vec![255, 255, 255, 0x12, 0x56, 0x9a]
+    );
+    assert_eq!(
+        decode_rgb(&data, &drop_alpha()).unwrap().data,
+        vec![0x12, 0x56, 0x9a, 0x12, 0x56, 0x9a]
+    );
+
+    // Gray + alpha is Pillow's RGBA: gray replicated, composited with the alpha's high byte.
+    let la = [0x8000u16, 0x0000, 0x40ff, 0xffff];
+    let data = png(2, 1, 16, 4, &be16(&la), &[]);
+    assert_eq!(
+        decode_rgb(&data, &opts()).unwrap().data,
+        vec![255, 255, 255, 0x40, 0x40, 0x40]
+    );
+    assert_eq!(
+        decode_rgb(&data, &drop_alpha()).unwrap().data,
+        vec![0x80, 0x80, 0x80, 0x40, 0x40, 0x40]
+    );
+}
+
+/// tRNS on 16-bit gray / RGB: Pillow compares the low byte of the stored value with the pixel
+/// as converted to 8 bits, so 256 makes 0 transparent and 65535 every clamped value.
+#[test]
+fn sixteen_bit_transparency_matches_the_low_byte() {
+    let gray = be16(&[0, 1, 255, 256, 65535]);
+    let cases: [(u16, [u8; 5]); 3] = [
+        (256, [255, 1, 255, 255, 255]),
+        (1, [0, 255, 255, 255, 255]),
+        (65535, [0, 1, 255, 255, 255]),
+    ];
+    for (t, want) in cases {
+        let data = png(5, 1, 16, 0, &gray, &[png_chunk(b"tRNS", &t.to_be_bytes())]);
+        let img = decode_rgb(&data, &opts()).unwrap();
+        let want: Vec<u8> = want.iter().flat_map(|&v| [v; 3]).collect();
+        assert_eq!(img.data, want, "tRNS {t}");
+        let dropped = decode_rgb(&data, &drop_alpha()).unwrap();
+        let clamped: Vec<u8> = [0u8, 1, 255, 255, 255]
+            .iter()
+            .flat_map(|&v| [v; 3])
+            .collect();
+        assert_eq!(dropped.data, clamped, "tRNS {t}, dropped");
+    }
+    // The second pixel's high bytes equal the colour's low bytes: that one is transparent.
+    let rgb = be16(&[0x1234, 0x5678, 0x9abc, 0x3412, 0x7856, 0xbc9a]);
+    let trns = png_chunk(b"tRNS", &be16(&[0x1234, 0x5678, 0x9abc]));
+    let img = decode_rgb(&png(2, 1, 16, 2, &rgb, &[trns]), &opts()).unwrap();
+    assert_eq!(img.data, vec![0x12, 0x56, 0x9a, 255, 255, 255]);
+}
+
+#[test]
+fn sixteen_bit_png_limits_come_from_the_header() {
+    // 20000x20000 16-bit RGB declared, one row of data: refused on the limit, not truncation.
+    let data = png(20000, 20000, 16, 2, &vec![0u8; 120_000], &[]);
+    assert!(matches!(
+        decode_rgb(&data, &opts()),
+        Err(KernelError::LimitExceeded {
+            limit: "max_image_pixels",
+            ..
+        })
+    ));
+    assert_eq!(image_dimensions(&data, false).unwrap(), (20000, 20000));
+}
+
+#[test]
+fn png_layout_without_a_pillow_mode_is_named() {
+    let data = png(2, 2, 16, 3, &[0u8; 8], &[]);
     let err = decode_rgb(&data, &opts()).unwrap_err();
     assert!(matches!(err, KernelError::Decode { format: "PNG", .. }));
-    assert!(err.to_string().contains("16-bit"), "{err}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("bit depth 16") && msg.contains("colour type 3"),
+        "{msg}"
+    );
 }
 
 #[test]

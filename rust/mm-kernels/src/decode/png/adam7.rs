@@ -2,7 +2,7 @@
 //! stream, scattered back into the full-size unpacked image.
 
 use super::chunks::Mode;
-use super::inflate::{sample, Geometry};
+use super::inflate::{reduce16, sample, Geometry};
 
 pub(super) const STARTING_ROW: [usize; 7] = [0, 0, 4, 0, 2, 0, 1];
 const STARTING_COL: [usize; 7] = [0, 4, 0, 2, 0, 1, 0];
@@ -27,11 +27,14 @@ impl Geometry {
     ) {
         let (cols, _) = self.pass_row(pass);
         let n = mode.unpacked_bytes();
+        let raw_n = (self.bits / 8) as usize; // bytes per raw pixel, for 8 bits or more
         let row = &mut unpacked[y * self.width * n..(y + 1) * self.width * n];
         let mut x = STARTING_COL[pass];
         for i in 0..cols {
             let px = &mut row[x * n..x * n + n];
-            if self.bits >= 8 {
+            if mode.is_deep() {
+                reduce16(mode, &raw[i * raw_n..(i + 1) * raw_n], px);
+            } else if self.bits >= 8 {
                 px.copy_from_slice(&raw[i * n..i * n + n]);
             } else {
                 px[0] = sample(mode, raw, i);

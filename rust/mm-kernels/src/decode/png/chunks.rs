@@ -12,7 +12,10 @@ use crate::error::Result;
 
 const SIGNATURE_LEN: usize = 8;
 
-/// Pillow's image modes for the 8-bit-or-less PNG layouts (`_MODES`).
+/// The PNG layouts Pillow opens (`_MODES`), each with the 8-bit samples its mode holds after
+/// Pillow's unpacker. The 16-bit layouts keep Pillow's own reduction, which is not one rule:
+/// gray becomes mode "I;16" (the full value, clamped to 255 by every conversion to L / RGB /
+/// RGBA), while RGB, RGBA and gray + alpha are unpacked to their high bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Mode {
     /// "1": 1-bit gray, unpacked to 0 / 255.
@@ -24,50 +27,31 @@ pub(super) enum Mode {
     Indexed(u8),
     GrayAlpha,
     Rgba,
-}
-
-/// The 16-bit layouts Pillow opens (and we refuse rather than rescale).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Deep {
-    Gray,
-    Rgb,
-    GrayAlpha,
-    Rgba,
-}
-
-impl Deep {
-    fn name(self) -> &'static str {
-        match self {
-            Self::Gray => "16-bit grayscale",
-            Self::Rgb => "16-bit RGB",
-            Self::GrayAlpha => "16-bit grayscale + alpha",
-            Self::Rgba => "16-bit RGBA",
-        }
-    }
-}
-
-/// What an IHDR's (bit depth, colour type) maps to in Pillow's `_MODES`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Layout {
-    Supported(Mode),
-    Deep(Deep),
+    /// "I;16" from 16-bit gray; held here as `min(v, 255)`, what `I16_RGB` / `I16_L` give.
+    Gray16,
+    /// "RGB" from 16-bit RGB (rawmode "RGB;16B": the high byte of each sample).
+    Rgb16,
+    /// "RGBA" from 16-bit gray + alpha (rawmode "LA;16B": high bytes, gray replicated).
+    GrayAlpha16,
+    /// "RGBA" from 16-bit RGBA (rawmode "RGBA;16B": high bytes).
+    Rgba16,
 }
 
 impl Mode {
-    fn from_ihdr(bit_depth: u8, color_type: u8) -> Option<Layout> {
-        Some(Layout::Supported(match (bit_depth, color_type) {
+    fn from_ihdr(bit_depth: u8, color_type: u8) -> Option<Self> {
+        Some(match (bit_depth, color_type) {
             (1, 0) => Self::Bit,
             (2 | 4 | 8, 0) => Self::Gray(bit_depth),
             (8, 2) => Self::Rgb,
             (1 | 2 | 4 | 8, 3) => Self::Indexed(bit_depth),
             (8, 4) => Self::GrayAlpha,
             (8, 6) => Self::Rgba,
-            (16, 0) => return Some(Layout::Deep(Deep::Gray)),
-            (16, 2) => return Some(Layout::Deep(Deep::Rgb)),
-            (16, 4) => return Some(Layout::Deep(Deep::GrayAlpha)),
-            (16, 6) => return Some(Layout::Deep(Deep::Rgba)),
+            (16, 0) => Self::Gray16,
+            (16, 2) => Self::Rgb16,
+            (16, 4) => Self::GrayAlpha16,
+            (16, 6) => Self::Rgba16,
             _ => return None,
-        }))
+        })
     }
 
     /// Bits per pixel of a raw row (Pillow's rawmode).
@@ -76,18 +60,29 @@ impl Mode {
             Self::Bit => 1,
             Self::Gray(b) | Self::Indexed(b) => u64::from(b),
             Self::Rgb => 24,
-            Self::GrayAlpha => 16,
-            Self::Rgba => 32,
+            Self::GrayAlpha | Self::Gray16 => 16,
+            Self::Rgba | Self::GrayAlpha16 => 32,
+            Self::Rgb16 => 48,
+            Self::Rgba16 => 64,
         }
     }
 
-    /// Bytes per unpacked pixel (sub-byte samples get one byte each).
+    /// Whether samples are 16 bits (two bytes each, big-endian, in a raw row).
+    pub(super) fn is_deep(self) -> bool {
+        matches!(
+            self,
+            Self::Gray16 | Self::Rgb16 | Self::GrayAlpha16 | Self::Rgba16
+        )
+    }
+
+    /// Bytes per unpacked pixel: one per 8-bit sample (sub-byte samples get one byte each, a
+    /// 16-bit sample its 8-bit reduction).
     pub(super) fn unpacked_bytes(self) -> usize {
         match self {
-            Self::Bit | Self::Gray(_) | Self::Indexed(_) => 1,
-            Self::GrayAlpha => 2,
-            Self::Rgb => 3,
-            Self::Rgba => 4,
+            Self::Bit | Self::Gray(_) | Self::Indexed(_) | Self::Gray16 => 1,
+            Self::GrayAlpha | Self::GrayAlpha16 => 2,
+            Self::Rgb | Self::Rgb16 => 3,
+            Self::Rgba | Self::Rgba16 => 4,
         }
     }
 }
@@ -97,9 +92,10 @@ impl Mode {
 pub(super) enum Trns {
     /// P: alpha per palette entry (the single-zero "simple" form is the same thing).
     Alphas(Vec<u8>),
-    /// "1" / L: one gray value (16 bits as stored; Pillow masks it to 8 when it builds alpha).
+    /// "1" / L / I;16: one gray value (16 bits as stored; Pillow's `rgbT2rgba` compares its low
+    /// byte with the pixel converted to 8 bits when it builds alpha).
     Gray(u32),
-    /// RGB: one colour.
+    /// RGB (8 or 16-bit): one colour, compared the same way (low bytes against the 8-bit pixel).
     Rgb([u32; 3]),
 }
 
@@ -107,7 +103,9 @@ pub(super) enum Trns {
 #[derive(Default)]
 pub(super) struct Info<'a> {
     size: (u32, u32),
-    mode: Option<Layout>,
+    mode: Option<Mode>,
+    /// IHDR's (bit depth, colour type), kept to name a layout Pillow has no mode for.
+    ihdr: Option<(u8, u8)>,
     pub(super) interlaced: bool,
     pub(super) palette: Option<&'a [u8]>,
     pub(super) trns: Option<Trns>,
@@ -178,6 +176,7 @@ impl<'a> Info<'a> {
                     u32::from_be_bytes([s[0], s[1], s[2], s[3]]),
                     u32::from_be_bytes([s[4], s[5], s[6], s[7]]),
                 );
+                self.ihdr = Some((s[8], s[9]));
                 if let Some(mode) = Mode::from_ihdr(s[8], s[9]) {
                     self.mode = Some(mode);
                 }
@@ -190,7 +189,7 @@ impl<'a> Info<'a> {
             }
             b"PLTE" => {
                 let s = full()?;
-                if matches!(self.mode, Some(Layout::Supported(Mode::Indexed(_)))) {
+                if matches!(self.mode, Some(Mode::Indexed(_))) {
                     self.palette = Some(s);
                 }
             }
@@ -271,7 +270,7 @@ impl<'a> Info<'a> {
     fn handle_trns(&mut self, s: &[u8]) -> Result<()> {
         let i16 = |i: usize| u32::from(u16::from_be_bytes([s[i], s[i + 1]]));
         match self.mode {
-            Some(Layout::Supported(Mode::Indexed(_))) => {
+            Some(Mode::Indexed(_)) => {
                 // `_simple_palette` (one 0, the rest 255) is stored as an index; the alpha
                 // table it implies is the same.
                 let alphas = if is_simple_palette(s) {
@@ -284,23 +283,21 @@ impl<'a> Info<'a> {
                 };
                 self.trns = Some(Trns::Alphas(alphas));
             }
-            Some(Layout::Supported(Mode::Bit | Mode::Gray(_)) | Layout::Deep(Deep::Gray)) => {
+            Some(Mode::Bit | Mode::Gray(_) | Mode::Gray16) => {
                 if s.len() < 2 {
                     return Err(bad(F, "truncated tRNS chunk"));
                 }
-                self.trns = Some(Trns::Gray(
-                    if self.mode == Some(Layout::Supported(Mode::Bit)) {
-                        if i16(0) != 0 {
-                            255
-                        } else {
-                            0
-                        }
+                self.trns = Some(Trns::Gray(if self.mode == Some(Mode::Bit) {
+                    if i16(0) != 0 {
+                        255
                     } else {
-                        i16(0)
-                    },
-                ));
+                        0
+                    }
+                } else {
+                    i16(0)
+                }));
             }
-            Some(Layout::Supported(Mode::Rgb) | Layout::Deep(Deep::Rgb)) => {
+            Some(Mode::Rgb | Mode::Rgb16) => {
                 if s.len() < 6 {
                     return Err(bad(F, "truncated tRNS chunk"));
                 }
@@ -354,16 +351,24 @@ pub(super) fn open(data: &[u8]) -> Result<Opened<'_>> {
         }
         pos = c.end + 4;
     };
-    let mode = match info.mode {
-        None => return Err(bad(F, "no valid IHDR (unknown bit depth / colour type)")),
-        Some(Layout::Deep(deep)) => {
-            let name = deep.name();
+    let mode = match (info.mode, info.ihdr) {
+        (Some(mode), _) => mode,
+        // Pillow cannot identify such a file either: no mode of its own to convert from.
+        (None, Some((depth, colour))) => {
             return Err(bad(
                 F,
-                format!("{name} samples are deeper than 8 bits (not supported)"),
-            ));
+                format!(
+                    "no valid IHDR (bit depth {depth} with colour type {colour} is no PNG \
+                     layout Pillow has a mode for)"
+                ),
+            ))
         }
-        Some(Layout::Supported(mode)) => mode,
+        (None, None) => {
+            return Err(bad(
+                F,
+                "no valid IHDR (no IHDR chunk before the image data)",
+            ))
+        }
     };
     if let (Mode::Indexed(_), Some(plte)) = (mode, info.palette) {
         if plte.len() / 3 > 256 {

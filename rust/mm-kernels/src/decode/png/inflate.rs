@@ -1,7 +1,8 @@
 //! Pillow's `ZipDecode.c` row loop: the zlib stream of the IDAT run inflated one raw row at a
 //! time, each unfiltered as soon as it is whole; the image ends at its last row or where the
 //! zlib stream ends (later rows stay zero), and running out of IDAT data before either is
-//! "truncated". Also how a raw row unpacks into one byte per sample.
+//! "truncated". Also how a raw row unpacks into one byte per sample (16-bit samples reduced to
+//! 8 as Pillow's unpackers and its "I;16" conversions do).
 
 use flate2::{Decompress, FlushDecompress, Status};
 
@@ -65,9 +66,29 @@ pub(super) fn sample(mode: Mode, raw: &[u8], i: usize) -> u8 {
     }
 }
 
-/// Unpack a full raw row into one value per pixel (sub-byte modes) or copy it.
+/// 16-bit samples (big-endian pairs in `raw`) to the 8-bit ones Pillow's mode holds, one per
+/// byte of `out`: "I;16" gray clamps (`I16_RGB`: 255 when the high byte is set, else the low
+/// byte), the "RGB;16B" / "RGBA;16B" / "LA;16B" unpackers keep the high byte.
+#[inline]
+pub(super) fn reduce16(mode: Mode, raw: &[u8], out: &mut [u8]) {
+    let pairs = raw.chunks_exact(2);
+    if mode == Mode::Gray16 {
+        for (o, p) in out.iter_mut().zip(pairs) {
+            *o = if p[0] != 0 { 255 } else { p[1] };
+        }
+    } else {
+        for (o, p) in out.iter_mut().zip(pairs) {
+            *o = p[0];
+        }
+    }
+}
+
+/// Unpack a full raw row into one byte per sample: sub-byte samples unpacked, 16-bit ones
+/// reduced ([`reduce16`]), 8-bit ones copied.
 pub(super) fn unpack(mode: Mode, raw: &[u8], width: usize, out: &mut [u8]) {
-    if mode.bits() >= 8 {
+    if mode.is_deep() {
+        reduce16(mode, raw, out);
+    } else if mode.bits() >= 8 {
         out.copy_from_slice(&raw[..out.len()]);
     } else {
         for (i, o) in out[..width].iter_mut().enumerate() {

@@ -17,7 +17,9 @@
 //! - `chunks`: the chunk walk (`_open` up to the first IDAT, the IDAT run, `load_end`'s chunks
 //!   after it) and what the header chunks set (mode, palette, transparency);
 //! - `meta`: the text / eXIf chunks that carry the EXIF orientation;
-//! - `inflate`: the zlib stream cut into raw rows, and how a raw row unpacks;
+//! - `inflate`: the zlib stream cut into raw rows, and how a raw row unpacks (16-bit samples
+//!   reduced to the 8-bit ones of Pillow's mode: "I;16" gray clamped to 255, the high byte of
+//!   RGB, RGBA and gray + alpha), after which every layout converts as an 8-bit one does;
 //! - `unfilter`: the five row filters;
 //! - `adam7`: the interlaced passes.
 
@@ -79,7 +81,9 @@ pub(crate) fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Decoded> {
         drop(std::mem::take(&mut out)); // keep the peak at one image
         out = job.run(palette, info.trns.as_ref(), opts.alpha)?.0;
     }
-    if opts.alpha == Alpha::White && o.mode == Mode::Rgb {
+    if opts.alpha == Alpha::White && matches!(o.mode, Mode::Rgb | Mode::Rgb16) {
+        // `rgbT2rgba` matches the colour's low bytes against the 8-bit pixel (for 16-bit RGB,
+        // the samples' high bytes): Pillow's rule, odd as it is for 16-bit files.
         if let Some(Trns::Rgb([r, g, b])) = info.trns {
             replace_transparent(
                 &mut out,
@@ -168,7 +172,7 @@ impl Render<'_, '_> {
                 }
                 Some(pal.lut(alpha, trns.is_some()))
             }
-            Mode::Bit | Mode::Gray(_) => match trns {
+            Mode::Bit | Mode::Gray(_) | Mode::Gray16 => match trns {
                 Some(Trns::Gray(t)) => Some(Lut::gray(alpha, Some(*t))),
                 _ => Some(Lut::gray(alpha, None)),
             },
@@ -176,8 +180,8 @@ impl Render<'_, '_> {
         };
         let source = match (mode, &lut) {
             (_, Some(lut)) => Source::Indexed(lut),
-            (Mode::GrayAlpha, _) => Source::GrayAlpha,
-            (Mode::Rgba, _) => Source::Rgba,
+            (Mode::GrayAlpha | Mode::GrayAlpha16, _) => Source::GrayAlpha,
+            (Mode::Rgba | Mode::Rgba16, _) => Source::Rgba,
             _ => Source::Rgb { trns: None },
         };
         let row_out = g.width * 3;
@@ -196,7 +200,8 @@ impl Render<'_, '_> {
             end
         } else {
             let mut unpacked = vec![0u8; row_in];
-            let identity = source.is_identity(alpha);
+            // Only 8-bit RGB rows are already the output; 16-bit ones are reduced first.
+            let identity = mode == Mode::Rgb && source.is_identity(alpha);
             let mut done = 0usize;
             let end = inflate_rows(self.data, self.idat, g, false, |_, y, raw| {
                 let dst = &mut out[y * row_out..(y + 1) * row_out];

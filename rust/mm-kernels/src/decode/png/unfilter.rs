@@ -30,10 +30,14 @@ pub(super) fn unfilter(kind: u8, row: &mut [u8], prev: &[u8], bpp: usize) -> Res
             }
         }
         4 => match bpp {
+            1 => paeth::<1>(row, prev),
+            2 => paeth::<2>(row, prev),
             3 => paeth::<3>(row, prev),
             4 => paeth::<4>(row, prev),
-            2 => paeth::<2>(row, prev),
-            _ => paeth::<1>(row, prev),
+            // 16-bit RGB and RGBA.
+            6 => paeth::<6>(row, prev),
+            8 => paeth::<8>(row, prev),
+            other => return Err(bad(F, format!("no Paeth filter for {other}-byte pixels"))),
         },
         other => return Err(bad(F, format!("unknown filter type {other}"))),
     }
@@ -73,25 +77,37 @@ mod tests {
 
     #[test]
     fn paeth_matches_the_reference_predictor() {
-        let prev = [10u8, 200, 30, 40, 250, 60];
-        let mut row = [1u8, 2, 3, 4, 5, 6];
-        let mut expect = row;
-        for i in 0..6 {
-            let a = if i >= 3 { i16::from(expect[i - 3]) } else { 0 };
-            let b = i16::from(prev[i]);
-            let c = if i >= 3 { i16::from(prev[i - 3]) } else { 0 };
-            let p = a + b - c;
-            let (pa, pb, pc) = ((p - a).abs(), (p - b).abs(), (p - c).abs());
-            let pred = if pa <= pb && pa <= pc {
-                a
-            } else if pb <= pc {
-                b
-            } else {
-                c
-            };
-            expect[i] = expect[i].wrapping_add(pred as u8);
+        // Every pixel size a PNG has: 1-4 bytes, and 6 / 8 for 16-bit RGB / RGBA.
+        for bpp in [1usize, 2, 3, 4, 6, 8] {
+            let n = 3 * bpp;
+            let prev: Vec<u8> = (0..n).map(|i| (i * 97 + 10) as u8).collect();
+            let mut row: Vec<u8> = (0..n).map(|i| (i * 31 + 1) as u8).collect();
+            let mut expect = row.clone();
+            for i in 0..n {
+                let a = if i >= bpp {
+                    i16::from(expect[i - bpp])
+                } else {
+                    0
+                };
+                let b = i16::from(prev[i]);
+                let c = if i >= bpp {
+                    i16::from(prev[i - bpp])
+                } else {
+                    0
+                };
+                let p = a + b - c;
+                let (pa, pb, pc) = ((p - a).abs(), (p - b).abs(), (p - c).abs());
+                let pred = if pa <= pb && pa <= pc {
+                    a
+                } else if pb <= pc {
+                    b
+                } else {
+                    c
+                };
+                expect[i] = expect[i].wrapping_add(pred as u8);
+            }
+            unfilter(4, &mut row, &prev, bpp).unwrap();
+            assert_eq!(row, expect, "bpp {bpp}");
         }
-        unfilter(4, &mut row, &prev, 3).unwrap();
-        assert_eq!(row, expect);
     }
 }
