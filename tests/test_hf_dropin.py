@@ -77,8 +77,35 @@ def test_input_errors_are_typed(tmp_path: Path) -> None:
         ours(generated_image(20, 20)[..., :1].copy(), do_convert_rgb=False)
     with pytest.raises(KernelArgumentError, match="do_convert_rgb"):
         ours(Image.new("RGBA", (20, 20)), do_convert_rgb=False)
-    with pytest.raises(SpecError, match="data_format"):
-        ours(generated_image(30, 30), data_format="channels_last")
+
+
+def test_data_format_is_ignored_as_hf_ignores_it() -> None:
+    """HF's classes for these families write channels-first whatever ``data_format`` says."""
+    ours = OURS(resample="pil")
+    img = generated_image(60, 40)
+    want = _hf(img)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        hf_last = Qwen2VLImageProcessorPil()(img, data_format="channels_last")
+    assert_batch_features_equal(hf_last, want)
+    assert_batch_features_equal(ours(img, data_format="channels_last"), want)
+    assert ours.backend == mmhf.BACKEND == "sglang_mm"
+
+
+def test_sixteen_bit_png_path_and_bytes_equal_hf(tmp_path: Path) -> None:
+    """A 16-bit grey PNG (Pillow's I;16): HF opens the path with Pillow and converts it; our
+    decoder reads the same file with Pillow's clamp, without PIL."""
+    rng = np.random.default_rng(7)
+    deep = rng.integers(0, 65536, (45, 70), dtype=np.uint16)
+    deep[:5] = rng.integers(0, 300, (5, 70), dtype=np.uint16)
+    path = tmp_path / "deep.png"
+    Image.frombytes("I;16", (70, 45), deep.astype("<u2").tobytes()).save(path)
+    assert Image.open(path).mode == "I;16"
+    want = _hf(str(path))
+    ours = OURS(resample="pil")
+    assert_batch_features_equal(ours(str(path)), want)
+    assert_batch_features_equal(ours(path.read_bytes()), want)
+    assert_batch_features_equal(ours(Image.open(path)), _hf(Image.open(path)))
 
 
 def test_error_names_the_item() -> None:

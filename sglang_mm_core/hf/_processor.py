@@ -112,6 +112,11 @@ class ImageProcessor(BaseImageProcessor):
     # -- what the base provides ---------------------------------------------------------
 
     @property
+    def backend(self) -> str:
+        """The transformers backend name this class is registered under."""
+        return BACKEND
+
+    @property
     def reference(self) -> Reference:
         """The HF backend this instance is bit-exact with."""
         return self.sglang_mm_resample or default_reference()  # type: ignore[return-value]
@@ -145,9 +150,6 @@ class ImageProcessor(BaseImageProcessor):
     ) -> BatchFeature:
         if args:
             raise SpecError(f"{type(self).__name__} takes images and keywords only")
-        fmt = kwargs.get("data_format")
-        if fmt is not None and str(getattr(fmt, "value", fmt)) != "channels_first":
-            raise SpecError(f"data_format={fmt!r} is not supported (only channels_first)")
         family = self._family(kwargs)
         reference = self.reference
         prepared = [
