@@ -20,7 +20,7 @@ import sglang_mm_core.hf as mmhf
 from sglang_mm_core import Registry
 from sglang_mm_core.conformance.hf import assert_batch_features_equal
 from sglang_mm_core.conformance.images import generated_image
-from sglang_mm_core.errors import DecodeError, KernelArgumentError, PluginError, SpecError
+from sglang_mm_core.errors import DecodeError, KernelArgumentError, PluginError
 from sglang_mm_core.plugin import hookimpl
 
 OURS = mmhf.class_for("Qwen2VLImageProcessorPil")
