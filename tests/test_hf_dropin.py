@@ -89,7 +89,8 @@ def test_data_format_is_ignored_as_hf_ignores_it() -> None:
         hf_last = Qwen2VLImageProcessorPil()(img, data_format="channels_last")
     assert_batch_features_equal(hf_last, want)
     assert_batch_features_equal(ours(img, data_format="channels_last"), want)
-    assert ours.backend == mmhf.BACKEND == "sglang_mm"
+    assert ours.backend == "pil" and mmhf.BACKEND == "sglang_mm"
+    assert OURS(resample="aten_u8").backend == "torchvision"
 
 
 def test_sixteen_bit_png_path_and_bytes_equal_hf(tmp_path: Path) -> None:

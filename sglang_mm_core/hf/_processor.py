@@ -113,8 +113,10 @@ class ImageProcessor(BaseImageProcessor):
 
     @property
     def backend(self) -> str:
-        """The transformers backend name this class is registered under."""
-        return BACKEND
+        """The HF backend whose answer this instance gives (``"pil"`` or ``"torchvision"``),
+        as HF's own classes report theirs: callers read it to know what the answer holds.
+        The name it is registered under is `BACKEND`."""
+        return "torchvision" if self.reference == "aten_u8" else "pil"
 
     @property
     def reference(self) -> Reference:

@@ -239,7 +239,6 @@ def test_refusals_per_call_name_the_key() -> None:
         "rescale_factor": {"rescale_factor": 0.5},
         "max_patches": {"max_patches": 65},
         "do_resize": {"do_resize": False, "crop_to_patches": False},
-        "data_format": {"data_format": "channels_last"},
     }
     for key, kw in refused.items():
         ref(img, **kw)  # HF answers these
