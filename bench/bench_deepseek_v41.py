@@ -21,11 +21,8 @@ from __future__ import annotations
 
 import io
 import os
-import statistics
 import sys
-import time
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -35,6 +32,7 @@ warnings.simplefilter("ignore")
 import numpy as np  # noqa: E402
 import sglang_mm_deepseek_v41 as dsv41  # noqa: E402
 from _images import mosaic  # noqa: E402
+from _timing import interleaved  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from sglang_mm_core import MmInput, pipeline_from_spec  # noqa: E402
@@ -49,19 +47,6 @@ ARGS = SimpleNamespace(
     vision_min_pixels=295936,
     vision_max_wh_ratio=None,
 )
-
-
-def interleaved(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
-    """Median wall time in ms of each, run by run in turn after one warm-up call each."""
-    for fn in fns.values():
-        fn()
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(repeat):
-        for k, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            times[k].append(time.perf_counter() - t0)
-    return {k: statistics.median(v) * 1e3 for k, v in times.items()}
 
 
 def load_module(name: str, path: Path) -> object:

@@ -12,7 +12,9 @@ Needs transformers and Pillow (the extra ``sglang-mm-core[transformers]``)."""
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator, Mapping
+import json
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,4 +134,95 @@ def _equal(a: Any, b: Any, where: str) -> None:
     assert a == b, f"{where}: {a!r} vs {b!r}"
 
 
-__all__ = ["InputForm", "assert_batch_features_equal", "input_forms"]
+def _model_dir(root: Path, config: Mapping[str, Any], model_type: str) -> Path:
+    root.mkdir(parents=True)
+    (root / "preprocessor_config.json").write_text(json.dumps(dict(config)))
+    (root / "config.json").write_text(json.dumps({"model_type": model_type}))
+    return root
+
+
+def check_registration(
+    cls: type,
+    preprocessor_config: Mapping[str, Any],
+    tmp_dir: Path,
+    *,
+    expect: Sequence[str] = (),
+    unnamed: Sequence[str] = (),
+) -> list[str]:
+    """`sglang_mm_core.hf.register` registers ``cls`` for (at least) the model types
+    ``expect``, in `model_types` order, and is idempotent; for each registered type a model
+    directory naming the replaced class loads as ``cls`` through
+    ``AutoImageProcessor.from_pretrained(dir, backend="sglang_mm")`` and through
+    `sglang_mm_core.hf.image_processor`, and so does one that names no class for each of
+    ``unnamed`` (found from ``config.json``'s model type). Returns the registered types."""
+    from transformers import AutoImageProcessor
+
+    from .. import hf as mmhf
+
+    done = mmhf.register()
+    types = done[cls.__name__]
+    assert set(expect) <= set(types), (expect, types)
+    assert types == [t for t in mmhf.model_types(cls) if t in types]
+    assert mmhf.register() == done  # idempotent
+    config = {k: v for k, v in preprocessor_config.items() if k != "image_processor_type"}
+    named = {**config, "image_processor_type": cls.replaces}  # type: ignore[attr-defined]
+    dirs = [(_model_dir(tmp_dir / f"{t}-named", named, t), t) for t in types]
+    dirs += [(_model_dir(tmp_dir / f"{t}-unnamed", config, t), t) for t in unnamed]
+    for d, model_type in dirs:
+        got = AutoImageProcessor.from_pretrained(d, backend=mmhf.BACKEND)  # type: ignore[no-untyped-call]
+        assert type(got) is cls, (model_type, d.name, type(got))
+        assert type(mmhf.image_processor(d)) is cls, (model_type, d.name)
+    return types
+
+
+def check_never_falls_back(tmp_dir: Path, hf_class: str = "SiglipImageProcessor") -> None:
+    """`sglang_mm_core.hf.image_processor` raises `PluginError` naming a class no installed
+    family replaces, rather than handing back HF's own."""
+    from .. import hf as mmhf
+    from ..errors import PluginError
+
+    d = tmp_dir / "unreplaced"
+    d.mkdir(parents=True)
+    (d / "preprocessor_config.json").write_text(json.dumps({"image_processor_type": hf_class}))
+    try:
+        mmhf.image_processor(d)
+    except PluginError as e:
+        assert hf_class in str(e), str(e)
+    else:
+        raise AssertionError(f"image_processor loaded a processor for {hf_class}")
+
+
+def check_thread_safety(calls: Sequence[Callable[[], Any]], threads: int = 12) -> None:
+    """The calls (one shared instance, different images or overrides), run from ``threads``
+    threads released at once, each give what they give alone."""
+    want = [call() for call in calls]
+    got: dict[int, Any] = {}
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(threads)
+
+    def work(k: int) -> None:
+        barrier.wait()
+        try:
+            got[k] = calls[k % len(calls)]()
+        except BaseException as e:  # reported below, on the main thread
+            errors.append(e)
+
+    pool = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    assert not errors, errors
+    assert sorted(got) == list(range(threads))
+    for k in range(threads):
+        assert_batch_features_equal(got[k], want[k % len(calls)])
+
+
+__all__ = [
+    "InputForm",
+    "assert_batch_features_equal",
+    "check_never_falls_back",
+    "check_registration",
+    "check_thread_safety",
+    "input_forms",
+]

@@ -8,9 +8,9 @@ video processor, so the stock one is built as it is, from a local tokenizer)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -23,12 +23,18 @@ from _gemma3_refs import hf_pil, noise, processor, tokenizer
 from PIL import Image
 from sglang_mm_gemma3.hf_processor import Gemma3ImageProcessorSglangMm as Ours
 from test_gemma3_pil_parity import PAS_CASES, PHOTOS
-from transformers import AutoImageProcessor, Gemma3ImageProcessorPil, Gemma3Processor
+from transformers import Gemma3ImageProcessorPil, Gemma3Processor
 
 import sglang_mm_core.hf as mmhf
-from sglang_mm_core.conformance.hf import assert_batch_features_equal, input_forms
+from sglang_mm_core.conformance.hf import (
+    assert_batch_features_equal,
+    check_never_falls_back,
+    check_registration,
+    check_thread_safety,
+    input_forms,
+)
 from sglang_mm_core.conformance.images import generated_image
-from sglang_mm_core.errors import KernelArgumentError, PluginError, SpecError
+from sglang_mm_core.errors import KernelArgumentError, SpecError
 
 ROOT = Path(__file__).resolve().parents[3]
 SPEC = json.loads((ROOT / "examples" / "gemma3" / "spec.json").read_text())["params"]
@@ -318,42 +324,14 @@ def test_the_shipped_config_loads_in_both(tmp_path: Path) -> None:
     _both(ref, ours, photo("rocket"), return_tensors="np")
 
 
-def _model_dir(root: Path, model_type: str, *, with_type: bool = True) -> Path:
-    d = root / model_type
-    d.mkdir()
-    pre = dict(SHIPPED)
-    if not with_type:
-        pre.pop("image_processor_type")
-    (d / "preprocessor_config.json").write_text(json.dumps(pre))
-    (d / "config.json").write_text(json.dumps({"model_type": model_type}))
-    return d
-
-
 def test_auto_image_processor_backend_for_every_model_type(tmp_path: Path) -> None:
-    done = mmhf.register()
-    types = done["Gemma3ImageProcessorSglangMm"]
-    assert {"gemma3", "shieldgemma2"} <= set(types)
-    assert types == [t for t in mmhf.model_types(Ours) if t in types]
-    mmhf.register()  # idempotent
-    for model_type in types:
-        d = _model_dir(tmp_path, model_type)
-        got = AutoImageProcessor.from_pretrained(d, backend="sglang_mm")
-        assert type(got) is Ours, model_type
-        assert type(mmhf.image_processor(d)) is Ours
-    bare = _model_dir(tmp_path, "bare", with_type=False)
-    (bare / "config.json").write_text(json.dumps({"model_type": "gemma3"}))
-    assert type(AutoImageProcessor.from_pretrained(bare, backend="sglang_mm")) is Ours
-    assert type(mmhf.image_processor(bare)) is Ours
+    check_registration(
+        Ours, SHIPPED, tmp_path, expect=("gemma3", "shieldgemma2"), unnamed=("gemma3",)
+    )
 
 
 def test_image_processor_never_falls_back(tmp_path: Path) -> None:
-    d = tmp_path / "siglip"
-    d.mkdir()
-    (d / "preprocessor_config.json").write_text(
-        json.dumps({"image_processor_type": "SiglipImageProcessor"})
-    )
-    with pytest.raises(PluginError, match="SiglipImageProcessor"):
-        mmhf.image_processor(d)
+    check_never_falls_back(tmp_path, "SiglipImageProcessor")
 
 
 def _sha256(a: np.ndarray) -> str:
@@ -386,21 +364,8 @@ def test_many_threads_one_instance_identical() -> None:
     config = CONFIGS["pan_and_scan"] | {"size": 224, "pan_and_scan_min_crop_size": 64}
     ours = Ours(sglang_mm_resample="pil", **config)
     images = [noise(300 + 170 * i, 200 + 11 * i, i) for i in range(4)]
-    want = [ours(img) for img in images]
-    assert [w["num_crops"][0] for w in want] == [2, 2, 3, 3]
-    got: dict[int, Any] = {}
-
-    def work(k: int) -> None:
-        got[k] = ours(images[k % 4])
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(12)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert sorted(got) == list(range(12))
-    for k in range(12):
-        assert_batch_features_equal(got[k], want[k % 4])
+    assert [ours(img)["num_crops"][0] for img in images] == [2, 2, 3, 3]
+    check_thread_safety([functools.partial(ours, img) for img in images])
 
 
 @pytest.mark.parametrize("pan_and_scan", [False, True], ids=["plain", "pan_and_scan"])

@@ -7,9 +7,9 @@ with ``AutoImageProcessor``; the torchvision reference replayed from the family'
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -29,11 +29,17 @@ from _internvl_refs import (
 )
 from PIL import Image
 from sglang_mm_internvl.hf_processor import GotOcr2ImageProcessorSglangMm as Ours
-from transformers import AutoImageProcessor, GotOcr2ImageProcessorPil, TensorType
+from transformers import GotOcr2ImageProcessorPil, TensorType
 
 import sglang_mm_core.hf as mmhf
-from sglang_mm_core.conformance.hf import assert_batch_features_equal, input_forms
-from sglang_mm_core.errors import KernelArgumentError, PluginError, SpecError
+from sglang_mm_core.conformance.hf import (
+    assert_batch_features_equal,
+    check_never_falls_back,
+    check_registration,
+    check_thread_safety,
+    input_forms,
+)
+from sglang_mm_core.errors import KernelArgumentError, SpecError
 
 ROOT = Path(__file__).resolve().parents[3]
 SPECS = {
@@ -293,46 +299,22 @@ def test_serialization_round_trips(tmp_path: Path) -> None:
     _both(plain, again, img)
 
 
-def _model_dir(root: Path, model_type: str, *, with_type: bool = True) -> Path:
-    d = root / model_type
-    d.mkdir()
-    pre = _config()
-    if with_type:
-        pre["image_processor_type"] = "GotOcr2ImageProcessor"
-    (d / "preprocessor_config.json").write_text(json.dumps(pre))
-    (d / "config.json").write_text(json.dumps({"model_type": model_type}))
-    return d
-
-
 def test_auto_image_processor_backend_for_every_model_type(tmp_path: Path) -> None:
-    done = mmhf.register()
-    types = done["GotOcr2ImageProcessorSglangMm"]
-    listed = mmhf.model_types(Ours)
-    assert {"internvl", "got_ocr2", "aya_vision"} <= set(types)
-    assert types == listed  # every listed model type's config class imports here
-    mmhf.register()  # idempotent
+    types = check_registration(
+        Ours,
+        _config(),
+        tmp_path,
+        expect=("internvl", "got_ocr2", "aya_vision"),
+        unnamed=("internvl",),
+    )
+    assert types == mmhf.model_types(Ours)  # every listed model type's config class imports
     img = noise(500, 300)
-    for model_type in types:
-        d = _model_dir(tmp_path, model_type)
-        got = AutoImageProcessor.from_pretrained(d, backend="sglang_mm")
-        assert type(got) is Ours, model_type
-        mine = mmhf.image_processor(d)
-        assert type(mine) is Ours
-        assert_batch_features_equal(mine(img), GotOcr2ImageProcessorPil(**_config())(img))
-    bare = _model_dir(tmp_path, "bare", with_type=False)
-    (bare / "config.json").write_text(json.dumps({"model_type": "internvl"}))
-    assert type(AutoImageProcessor.from_pretrained(bare, backend="sglang_mm")) is Ours
-    assert type(mmhf.image_processor(bare)) is Ours
+    mine = mmhf.image_processor(tmp_path / "internvl-named")
+    assert_batch_features_equal(mine(img), GotOcr2ImageProcessorPil(**_config())(img))
 
 
 def test_image_processor_never_falls_back(tmp_path: Path) -> None:
-    d = tmp_path / "clip"
-    d.mkdir()
-    (d / "preprocessor_config.json").write_text(
-        json.dumps({"image_processor_type": "CLIPImageProcessor"})
-    )
-    with pytest.raises(PluginError, match="CLIPImageProcessor"):
-        mmhf.image_processor(d)
+    check_never_falls_back(tmp_path, "CLIPImageProcessor")
 
 
 def test_torchvision_reference_replays_the_goldens() -> None:
@@ -354,20 +336,9 @@ def test_torchvision_reference_replays_the_goldens() -> None:
 def test_many_threads_one_instance_identical() -> None:
     ours = Ours(resample="pil", **_config())
     images = [noise(300 + 97 * i, 200 + 41 * i, i) for i in range(4)]
-    want = [ours(img, max_patches=4 + i) for i, img in enumerate(images)]
-    got: dict[int, Any] = {}
-
-    def work(k: int) -> None:
-        got[k] = ours(images[k % 4], max_patches=4 + k % 4)
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(12)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert sorted(got) == list(range(12))
-    for k in range(12):
-        assert_batch_features_equal(got[k], want[k % 4])
+    check_thread_safety(
+        [functools.partial(ours, img, max_patches=4 + i) for i, img in enumerate(images)]
+    )
 
 
 @pytest.mark.parametrize("tokens", [TOKENS_3, TOKENS_3_5], ids=["internvl3", "internvl3_5"])

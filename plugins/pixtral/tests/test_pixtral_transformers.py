@@ -8,8 +8,8 @@ committed torchvision goldens."""
 
 from __future__ import annotations
 
+import functools
 import json
-import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -34,9 +34,15 @@ from transformers import AutoImageProcessor, PixtralImageProcessorPil
 from transformers.image_utils import PILImageResampling, load_image
 
 import sglang_mm_core.hf as mmhf
-from sglang_mm_core.conformance.hf import assert_batch_features_equal, input_forms
+from sglang_mm_core.conformance.hf import (
+    assert_batch_features_equal,
+    check_never_falls_back,
+    check_registration,
+    check_thread_safety,
+    input_forms,
+)
 from sglang_mm_core.conformance.images import generated_image
-from sglang_mm_core.errors import KernelArgumentError, MmError, PluginError, SpecError
+from sglang_mm_core.errors import KernelArgumentError, MmError, SpecError
 
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -387,31 +393,21 @@ def test_serialization_round_trips(tmp_path: Path) -> None:
     assert "threads" not in Ours().to_dict()
 
 
-def _model_dir(root: Path, model_type: str, *, with_type: bool = True) -> Path:
-    d = root / model_type
-    d.mkdir(parents=True)
-    pre: dict[str, Any] = dict(CONFIGS["mistral3"])
-    if with_type:
-        pre["image_processor_type"] = "PixtralImageProcessor"
-    (d / "preprocessor_config.json").write_text(json.dumps(pre))
-    (d / "config.json").write_text(json.dumps({"model_type": model_type}))
-    return d
-
-
 def test_auto_image_processor_backend_for_every_model_type(tmp_path: Path) -> None:
-    done = mmhf.register()
-    types = done["PixtralImageProcessorSglangMm"]
-    assert {"pixtral", "mistral3", "lighton_ocr", "mistral_large4"} <= set(types)
-    assert types == mmhf.model_types(Ours)  # every config class imports here
-    mmhf.register()  # idempotent
-    for model_type in types:
-        for with_type in (True, False):
-            d = _model_dir(tmp_path / str(with_type), model_type, with_type=with_type)
-            got = AutoImageProcessor.from_pretrained(d, backend="sglang_mm")
-            assert type(got) is Ours, (model_type, with_type)
-            assert got.size["longest_edge"] == 1540
-            assert type(mmhf.image_processor(d)) is Ours
-            assert type(AutoImageProcessor.from_pretrained(d)) is PixtralImageProcessorPil
+    every = mmhf.model_types(Ours)
+    types = check_registration(
+        Ours,
+        CONFIGS["mistral3"],
+        tmp_path,
+        expect=("pixtral", "mistral3", "lighton_ocr", "mistral_large4"),
+        unnamed=every,
+    )
+    assert types == every  # every config class imports here
+    for d in tmp_path.iterdir():
+        assert AutoImageProcessor.from_pretrained(d, backend="sglang_mm").size == {
+            "longest_edge": 1540
+        }
+        assert type(AutoImageProcessor.from_pretrained(d)) is PixtralImageProcessorPil
     # The real repositories' files: Pixtral-12B is a llava model, which names the class.
     for name in ("pixtral-12b", "mistral-small-3.1"):
         d = FIXTURES / name
@@ -422,13 +418,7 @@ def test_auto_image_processor_backend_for_every_model_type(tmp_path: Path) -> No
 
 
 def test_image_processor_never_falls_back(tmp_path: Path) -> None:
-    d = tmp_path / "clip"
-    d.mkdir()
-    (d / "preprocessor_config.json").write_text(
-        json.dumps({"image_processor_type": "CLIPImageProcessor"})
-    )
-    with pytest.raises(PluginError, match="CLIPImageProcessor"):
-        mmhf.image_processor(d)
+    check_never_falls_back(tmp_path, "CLIPImageProcessor")
     assert mmhf.class_for("PixtralImageProcessorPil") is Ours
     assert mmhf.class_for("PixtralImageProcessor") is Ours
 
@@ -438,23 +428,11 @@ def test_many_threads_one_instance_identical() -> None:
     (another family each), gives what it gives alone."""
     ours = Ours(resample="pil", **MODELS["mistral3"][1])
     images = [noise(300 + 170 * i, 200 + 110 * i, i) for i in range(4)]
-    overrides: list[dict[str, Any]] = [{}, {"size": {"longest_edge": 448}, "patch_size": 16}]
-    want = {(i, j): ours(images[i], **overrides[j]) for i in range(4) for j in range(2)}
-    got: dict[int, Any] = {}
-    barrier = threading.Barrier(12)
-
-    def work(k: int) -> None:
-        barrier.wait()
-        got[k] = ours(images[k % 4], **overrides[k % 2])
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(12)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len(got) == 12
-    for k in range(12):
-        _equal(got[k], want[(k % 4, k % 2)])
+    small = {"size": {"longest_edge": 448}, "patch_size": 16}
+    check_thread_safety(
+        [functools.partial(ours, img) for img in images]
+        + [functools.partial(ours, img, **small) for img in images]
+    )
 
 
 TEXT = "<s> [INST] hello [IMG] world [IMG] [/INST]"

@@ -6,8 +6,8 @@ serialization; its registration with ``AutoImageProcessor``; and ``accelerate`` 
 
 from __future__ import annotations
 
+import functools
 import json
-import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -17,12 +17,18 @@ import pytest
 from _qwen_refs import PHOTOS, QWEN2, QWEN3, hf_pil_processor, noise, photo
 from PIL import Image
 from sglang_mm_qwen_vl.hf_processor import Qwen2VLImageProcessorSglangMm as Ours
-from transformers import AutoImageProcessor, Qwen2VLImageProcessorPil
+from transformers import Qwen2VLImageProcessorPil
 
 import sglang_mm_core.hf as mmhf
-from sglang_mm_core.conformance.hf import assert_batch_features_equal, input_forms
+from sglang_mm_core.conformance.hf import (
+    assert_batch_features_equal,
+    check_never_falls_back,
+    check_registration,
+    check_thread_safety,
+    input_forms,
+)
 from sglang_mm_core.conformance.images import generated_image
-from sglang_mm_core.errors import KernelArgumentError, PluginError, SpecError
+from sglang_mm_core.errors import KernelArgumentError, SpecError
 
 PARAM_SETS = {"qwen2": QWEN2, "qwen3": QWEN3}
 
@@ -154,60 +160,27 @@ def test_serialization_round_trips(tmp_path: Path) -> None:
     _both(plain, again, photo("coffee.png"))
 
 
-def _model_dir(root: Path, model_type: str, *, with_type: bool = True) -> Path:
-    d = root / model_type
-    d.mkdir()
-    pre = _config(QWEN2)
-    if with_type:
-        pre["image_processor_type"] = "Qwen2VLImageProcessor"
-    (d / "preprocessor_config.json").write_text(json.dumps(pre))
-    (d / "config.json").write_text(json.dumps({"model_type": model_type}))
-    return d
-
-
 def test_auto_image_processor_backend_for_every_model_type(tmp_path: Path) -> None:
-    done = mmhf.register()
-    types = done["Qwen2VLImageProcessorSglangMm"]
-    assert {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_5"} <= set(types)
-    assert types == [t for t in mmhf.model_types(Ours) if t in types]
-    mmhf.register()  # idempotent
-    for model_type in types:
-        d = _model_dir(tmp_path, model_type)
-        got = AutoImageProcessor.from_pretrained(d, backend="sglang_mm")
-        assert type(got) is Ours, model_type
-        assert type(mmhf.image_processor(d)) is Ours
-    bare = _model_dir(tmp_path, "bare", with_type=False)
-    (bare / "config.json").write_text(json.dumps({"model_type": "qwen2_vl"}))
-    assert type(AutoImageProcessor.from_pretrained(bare, backend="sglang_mm")) is Ours
-    assert type(mmhf.image_processor(bare)) is Ours
+    check_registration(
+        Ours,
+        _config(QWEN2),
+        tmp_path,
+        expect=("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_5"),
+        unnamed=("qwen2_vl", "qwen3_vl"),
+    )
 
 
 def test_image_processor_never_falls_back(tmp_path: Path) -> None:
-    d = tmp_path / "clip"
-    d.mkdir()
-    (d / "preprocessor_config.json").write_text(
-        json.dumps({"image_processor_type": "CLIPImageProcessor"})
-    )
-    with pytest.raises(PluginError, match="CLIPImageProcessor"):
-        mmhf.image_processor(d)
+    check_never_falls_back(tmp_path, "CLIPImageProcessor")
 
 
 def test_many_threads_one_instance_identical() -> None:
     ours = Ours(resample="pil")
     images = [noise(300 + 17 * i, 200 + 11 * i, i) for i in range(4)]
-    want = [ours(img) for img in images]
-    got: dict[int, Any] = {}
-
-    def work(k: int) -> None:
-        got[k] = ours(images[k % 4])
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(12)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    for k in range(12):
-        assert_batch_features_equal(got[k], want[k % 4])
+    check_thread_safety(
+        [functools.partial(ours, img) for img in images]
+        + [functools.partial(ours, images[0], size={"shortest_edge": 3136, "longest_edge": 10**5})]
+    )
 
 
 def _tokenizer() -> Any:
