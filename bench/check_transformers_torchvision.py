@@ -79,6 +79,22 @@ def main() -> int:
                 verdict = f"DIFFERENT: {e}"
                 bad += 1
             print(f"{cls.__name__:34} {form.name + ' (pil)':22} {verdict}", flush=True)
+        # return_tensors="pt" on both backends
+        rgb = generated_image(211, 133)
+        for ours_pt, ref_pt, name in (
+            (ours, pil_ref, "pt (pil)"),
+            (cls(), getattr(transformers, cls.replaces)(), "pt (torchvision)"),
+        ):
+            try:
+                assert_batch_features_equal(
+                    ours_pt([rgb, rgb[::-1].copy()], return_tensors="pt"),
+                    ref_pt([rgb, rgb[::-1].copy()], return_tensors="pt"),
+                )
+                verdict = "equal"
+            except AssertionError as e:
+                verdict = f"DIFFERENT: {e}"
+                bad += 1
+            print(f"{cls.__name__:34} {name:22} {verdict}", flush=True)
     return 1 if bad else 0
 
 
