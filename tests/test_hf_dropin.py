@@ -172,3 +172,13 @@ def test_answers_are_fresh_writable_arrays() -> None:
     assert a["pixel_values"].flags.writeable and a["image_grid_thw"].flags.writeable
     a["pixel_values"][:] = 0
     assert b["pixel_values"].any()
+
+
+def test_large_pil_image_spanning_pillow_blocks() -> None:
+    """A PIL image larger than Pillow's 16 MiB allocation block (so stored in several
+    blocks) is read whole and right: the same answer as HF's, which copies it with
+    ``np.asarray``."""
+    rng = np.random.default_rng(3)
+    img = Image.fromarray(rng.integers(0, 256, (2200, 2600, 3), dtype=np.uint8))
+    assert 2200 * 2600 * 4 > 16 * 2**20
+    assert_batch_features_equal(OURS(resample="pil")(img), _hf(img))

@@ -114,9 +114,35 @@ def _source(x: Any) -> Prepared:
     return _decode(data, "base64")
 
 
+def _rgb_samples(img: Any) -> npt.NDArray[np.uint8]:
+    """An RGB PIL image's samples as ``[h, w, 3]`` uint8: Pillow's own raw encoder (what
+    ``tobytes`` and so ``np.asarray`` run, 64 KiB at a time, then join and copy) writing the
+    whole image in one piece, a third of ``np.asarray``'s time on a 12 MP image. Same bytes
+    by construction; ``np.asarray`` where this Pillow lacks the encoder entry point."""
+    img.load()
+    w, h = img.size
+    try:
+        from PIL.Image import _getencoder
+
+        encoder = _getencoder("RGB", "raw", "RGB")
+        encoder.setimage(img.im, (0, 0, w, h))
+        chunks = []
+        while True:
+            _, status, data = encoder.encode(max(65536, w * h * 3))
+            chunks.append(data)
+            if status:
+                break
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return as_rgb(np.asarray(img))
+    if status < 0 or w * h == 0:
+        return as_rgb(np.asarray(img))
+    buf = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return np.frombuffer(buf, dtype=np.uint8).reshape(h, w, 3)
+
+
 def _pil(img: Any, *, do_convert_rgb: bool) -> Prepared:
     if img.mode == "RGB" and img.info.get("transparency") is None:
-        return Prepared(as_rgb(np.asarray(img)), kind="pil")
+        return Prepared(_rgb_samples(img), kind="pil")
     if not do_convert_rgb:
         raise KernelArgumentError(
             f"a {img.mode} PIL image needs do_convert_rgb=True: with it off HF keeps the mode, "
