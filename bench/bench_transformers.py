@@ -2,7 +2,8 @@
 process, one thread on every side; prints medians and ratios.
 
 For every installed family class (`sglang_mm_core.hf.processor_classes`), on a 1080p and a
-12 MP JPEG (photo mosaics), default settings:
+12 MP JPEG (photo mosaics), with the served checkpoints' settings (HF's class defaults, or
+`SHIPPED`):
   1. given a PIL image (what callers hold today): HF's PIL class vs ours
      (target >= 5x; >= 2x against the torchvision class where torch is installed);
   2. given the file's bytes: ``Image.open`` + HF's PIL class vs ours on the bytes (target >= 8x),
@@ -36,6 +37,18 @@ from sglang_mm_core.conformance.hf import assert_batch_features_equal  # noqa: E
 
 QUICK = "--quick" in sys.argv
 SIZES = {"1080p": ((1920, 1080), 4, 2), "12MP": ((4032, 3024), 4, 3)}
+#: Settings as the served checkpoints ship them, where HF's class defaults are another model's
+#: (GotOcr2ImageProcessor's defaults are GOT-OCR 2's; InternVL 3 tiles 448 px, up to 12).
+SHIPPED: dict[str, dict[str, object]] = {
+    "GotOcr2ImageProcessor": {
+        "size": {"height": 448, "width": 448},
+        "crop_to_patches": True,
+        "min_patches": 1,
+        "max_patches": 12,
+        "image_mean": [0.485, 0.456, 0.406],
+        "image_std": [0.229, 0.224, 0.225],
+    },
+}
 
 
 def stock_class(cls: type) -> type:
@@ -70,8 +83,9 @@ def torchvision_section(repeat: int) -> None:
     print(f"\nvs HF's torchvision classes (torch {torch.__version__}), given a PIL image (ms)")
     print(f"{'class':34} {'size':6} {'HF tv':>8} {'ours':>8} {'ratio':>6}")
     for cls in mmhf.processor_classes():
-        tv = getattr(transformers, cls.replaces)()
-        ours = cls()
+        settings = SHIPPED.get(cls.replaces, {})
+        tv = getattr(transformers, cls.replaces)(**settings)
+        ours = cls(**settings)
         assert ours.reference == "aten_u8"
         ours.threads = 1
         for label, (size, cols, rows) in SIZES.items():
@@ -98,8 +112,9 @@ def main() -> None:
     )
     print(header)
     for cls in mmhf.processor_classes():
-        hf = stock_class(cls)()
-        ours = cls(resample="pil")
+        settings = SHIPPED.get(cls.replaces, {})
+        hf = stock_class(cls)(**settings)
+        ours = cls(resample="pil", **settings)
         ours.threads = 1
         for label, (size, cols, rows) in SIZES.items():
             data = mosaic(size, cols, rows)
