@@ -129,6 +129,26 @@ def test_the_sglang_drop_in_runs_from_the_wheels(
     assert "DROPIN (1, " in out and "True uint16" in out, out
 
 
+def test_transformers_stays_optional_in_the_wheels(
+    wheel_venv: tuple[Path, Path, dict[str, str]],
+) -> None:
+    """Without the extra ``transformers`` (not installed here) the families load without
+    importing it, and ``sglang_mm_core.hf`` says which extra it needs."""
+    python, work, env = wheel_venv
+    code = (
+        "import sys\n"
+        "import sglang_mm_core as mm\n"
+        "assert len(mm.default_registry().families()) >= 5\n"
+        "assert 'transformers' not in sys.modules, 'a plugin imported transformers'\n"
+        "try:\n"
+        "    import sglang_mm_core.hf\n"
+        "except ImportError as e:\n"
+        "    print('NOHF', e)\n"
+    )
+    out = _run([str(python), "-I", "-c", code], work, env, 120)
+    assert "NOHF" in out and "sglang-mm-core[transformers]" in out, out
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_conformance_passes_from_the_wheels(
     wheel_venv: tuple[Path, Path, dict[str, str]], family: str
