@@ -28,6 +28,51 @@ from sglang_mm_core.conformance.images import generated_image  # noqa: E402
 from sglang_mm_core.errors import MmError  # noqa: E402
 
 
+def _qwen_tokenizer() -> object:
+    """A word-level tokenizer with Qwen2-VL's real vision token ids."""
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    special = {"<|vision_start|>": 151652, "<|vision_end|>": 151653, "<|image_pad|>": 151655}
+    special["<|video_pad|>"] = 151656
+    vocab = {w: i for i, w in enumerate(["<unk>", "hello", "world", "two", "photos"])}
+    tok = Tokenizer(models.WordLevel({**vocab, **special}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"<\|[a-z_]+\|>| |[^\s<]+"), behavior="isolated")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="<unk>",
+        pad_token="<unk>",
+        additional_special_tokens=list(special),
+    )
+
+
+def check_accelerate() -> int:
+    """`accelerate` on the stock torchvision ``Qwen2VLProcessor`` (its video processor
+    needs torchvision, so CI cannot build it): the whole answer, both tensor types."""
+    stock = transformers.Qwen2VLProcessor(
+        image_processor=transformers.Qwen2VLImageProcessor(),
+        tokenizer=_qwen_tokenizer(),
+        video_processor=transformers.Qwen2VLVideoProcessor(),
+    )
+    fast = mmhf.accelerate(stock)
+    pad = "<|vision_start|><|image_pad|><|vision_end|>"
+    text = [f"hello {pad} world", f"two {pad} photos {pad}"]
+    rgb = generated_image(300, 200)
+    images = [[rgb], [generated_image(90, 200), rgb[::-1].copy()]]
+    bad = 0
+    for tensors in (None, "pt"):
+        try:
+            assert_batch_features_equal(
+                fast(text=text, images=images, padding=True, return_tensors=tensors),
+                stock(text=text, images=images, padding=True, return_tensors=tensors),
+            )
+            verdict = "equal"
+        except AssertionError as e:
+            verdict, bad = f"DIFFERENT: {e}", bad + 1
+        print(f"accelerate(Qwen2VLProcessor) return_tensors={tensors}: {verdict}", flush=True)
+    return bad
+
+
 def main() -> int:
     print(f"torch {torch.__version__}, transformers {transformers.__version__}")
     bad = 0
@@ -95,6 +140,7 @@ def main() -> int:
                 verdict = f"DIFFERENT: {e}"
                 bad += 1
             print(f"{cls.__name__:34} {name:22} {verdict}", flush=True)
+    bad += check_accelerate()
     return 1 if bad else 0
 
 
