@@ -1,0 +1,238 @@
+"""Video containers through PyAV (`sglang_mm_core._video`, the first part of Qwen-VL video):
+the frames equal transformers' ``read_video_pyav`` on the same file with the same PyAV, bit
+for bit, across codecs, sizes, frame counts and a variable frame rate; the header is what
+transformers reads; every limit the header shows is refused before a frame is decoded; and
+corrupt, truncated, audio-only and zero-frame files are typed errors. The clips are made here
+with PyAV's own encoders."""
+
+from __future__ import annotations
+
+import io
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+from transformers.video_utils import read_video_pyav
+
+from sglang_mm_core._video import VideoLimits, iter_frames, probe
+from sglang_mm_core.common import DEFAULT_MAX_PIXELS, DEFAULT_MAX_SIDE
+from sglang_mm_core.errors import DecodeError, LimitError
+
+LIMITS = VideoLimits(max_pixels=DEFAULT_MAX_PIXELS, max_side=DEFAULT_MAX_SIDE)
+
+
+def _frames(w: int, h: int, n: int, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:h, 0:w]
+    out = []
+    for k in range(n):
+        base = np.stack([(xx * 4 + k * 9) % 256, (yy * 3 + k * 5) % 256, (xx + yy + k) % 256], -1)
+        noise = rng.integers(-20, 21, (h, w, 3))
+        out.append(np.clip(base + noise, 0, 255).astype(np.uint8))
+    return out
+
+
+def make_clip(
+    codec: str,
+    w: int,
+    h: int,
+    n: int,
+    *,
+    fmt: str = "mp4",
+    pix_fmt: str = "yuv420p",
+    rate: int = 25,
+    vfr: bool = False,
+    seed: int = 0,
+) -> bytes:
+    """An ``n``-frame clip of moving gradients plus noise, encoded by PyAV."""
+    buf = io.BytesIO()
+    with av.open(buf, mode="w", format=fmt) as out:
+        stream = out.add_stream(codec, rate=rate)
+        stream.width, stream.height, stream.pix_fmt = w, h, pix_fmt
+        if codec == "libx264":
+            stream.options = {"preset": "ultrafast"}
+        if codec == "libx265":
+            stream.options = {"preset": "ultrafast", "x265-params": "log-level=error"}
+        if codec == "libsvtav1":
+            stream.options = {"preset": "11"}
+        if vfr:
+            stream.time_base = Fraction(1, 1000)
+        pts = 0
+        for k, rgb in enumerate(_frames(w, h, n, seed)):
+            frame = av.VideoFrame.from_ndarray(rgb, format="rgb24")
+            if vfr:
+                frame.pts, frame.time_base = pts, Fraction(1, 1000)
+                pts += (40, 15, 90)[k % 3]
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return buf.getvalue()
+
+
+CLIPS = {
+    "h264-420": dict(codec="libx264", w=64, h=48, n=7),
+    "h264-444-odd": dict(codec="libx264", w=33, h=17, n=5, pix_fmt="yuv444p"),
+    "hevc": dict(codec="libx265", w=64, h=48, n=6),
+    "vp9-webm": dict(codec="libvpx-vp9", w=48, h=32, n=5, fmt="webm"),
+    "av1": dict(codec="libsvtav1", w=64, h=64, n=4),
+    "mpeg4-odd-frames": dict(codec="mpeg4", w=40, h=30, n=3),
+    "one-frame": dict(codec="libx264", w=32, h=32, n=1),
+    "two-frames": dict(codec="libx264", w=32, h=32, n=2),
+    "vfr": dict(codec="libx264", w=32, h=32, n=9, vfr=True, fmt="matroska"),
+}
+
+
+def _clip(name: str) -> bytes:
+    spec = dict(CLIPS[name])
+    return make_clip(spec.pop("codec"), spec.pop("w"), spec.pop("h"), spec.pop("n"), **spec)
+
+
+def _reference(path: Path, indices: list[int]) -> tuple[np.ndarray, object]:
+    """transformers' own reader, told which indices to take."""
+    return read_video_pyav(str(path), sample_indices_fn=lambda metadata, **_: np.array(indices))
+
+
+@pytest.mark.parametrize("name", CLIPS)
+def test_frames_equal_read_video_pyav(tmp_path: Path, name: str) -> None:
+    data = _clip(name)
+    path = tmp_path / "clip"
+    path.write_bytes(data)
+    header = probe(data, LIMITS)
+    n = CLIPS[name]["n"]
+    assert (header.width, header.height) == (CLIPS[name]["w"], CLIPS[name]["h"])
+    for indices in (list(range(n)), [0], [n - 1], sorted({0, n // 2, n - 1})):
+        want, meta = _reference(path, indices)
+        got = list(iter_frames(data, indices, LIMITS))
+        assert [i for i, _ in got] == sorted(set(indices))
+        stacked = np.stack([rgb for _, rgb in got])
+        assert stacked.dtype == np.uint8 and stacked.shape == want.shape
+        np.testing.assert_array_equal(stacked, want)
+    # the header is what transformers reads
+    assert header.frames == meta.total_num_frames or (
+        header.frames is None and not meta.total_num_frames
+    )
+    assert header.fps == meta.fps
+
+
+def test_repeated_indices_give_one_frame_each(tmp_path: Path) -> None:
+    """``read_video_pyav`` keeps a frame once however often its index is asked for."""
+    data = _clip("h264-420")
+    path = tmp_path / "clip.mp4"
+    path.write_bytes(data)
+    want, _ = _reference(path, [1, 1, 3, 3, 3])
+    got = [rgb for _, rgb in iter_frames(data, [1, 1, 3, 3, 3], LIMITS)]
+    np.testing.assert_array_equal(np.stack(got), want)
+    assert len(got) == 2
+
+
+def test_frames_stream_one_at_a_time() -> None:
+    """A consumer gets each frame as it is decoded (a generator), so nothing holds them all."""
+    frames = iter_frames(_clip("h264-420"), [0, 6], LIMITS)
+    first = next(frames)
+    assert first[0] == 0
+    assert next(frames)[0] == 6
+    assert next(frames, None) is None
+
+
+def test_header_limits_refuse_before_decoding() -> None:
+    data = _clip("h264-420")  # 64x48, 7 frames
+    cases = [
+        (VideoLimits(max_pixels=64 * 48 - 1, max_side=4096), "max_image_pixels"),
+        (VideoLimits(max_pixels=10**6, max_side=63), "max_image_side"),
+        (VideoLimits(max_pixels=10**6, max_side=4096, max_frames=6), "max_video_frames"),
+        (VideoLimits(max_pixels=10**6, max_side=4096, max_duration_s=0.1), "max_video_duration_s"),
+    ]
+    for limits, name in cases:
+        with pytest.raises(LimitError) as e:
+            probe(data, limits)
+        assert e.value.limit == name
+        with pytest.raises(LimitError):
+            next(iter_frames(data, [0], limits))
+    tight = VideoLimits(max_pixels=10**6, max_side=4096, max_decoded_bytes=64 * 48 * 3 * 2)
+    with pytest.raises(LimitError, match="max_video_decoded_bytes"):
+        next(iter_frames(data, [0, 1, 2], tight))
+    assert len(list(iter_frames(data, [0, 1], tight))) == 2
+
+
+def test_deadline_stops_decoding() -> None:
+    past = VideoLimits(max_pixels=10**6, max_side=4096, deadline=time.monotonic() - 1)
+    with pytest.raises(LimitError, match="deadline"):
+        list(iter_frames(_clip("h264-420"), [6], past))
+
+
+def _audio_only() -> bytes:
+    buf = io.BytesIO()
+    with av.open(buf, mode="w", format="matroska") as out:
+        stream = out.add_stream("pcm_s16le", rate=8000)
+        frame = av.AudioFrame.from_ndarray(
+            np.zeros((1, 800), dtype=np.int16), format="s16", layout="mono"
+        )
+        frame.sample_rate = 8000
+        for packet in stream.encode(frame):
+            out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return buf.getvalue()
+
+
+def _no_frames() -> bytes:
+    buf = io.BytesIO()
+    with av.open(buf, mode="w", format="matroska") as out:
+        stream = out.add_stream("libx264", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 32, 32, "yuv420p"
+        for packet in stream.encode():
+            out.mux(packet)
+    return buf.getvalue()
+
+
+def test_bad_files_are_typed_errors() -> None:
+    data = _clip("h264-420")
+    bad = {
+        "garbage": b"\x00\x01not a video at all" * 50,
+        "empty": b"",
+        "truncated": data[: len(data) // 3],
+        "audio-only": _audio_only(),
+        "no-frames": _no_frames(),
+    }
+    for name, blob in bad.items():
+        with pytest.raises(DecodeError) as e:
+            list(iter_frames(blob, [0], LIMITS))
+        assert str(e.value), name
+    with pytest.raises(DecodeError, match="no video stream"):
+        probe(bad["audio-only"], LIMITS)
+    with pytest.raises(DecodeError, match="ends after 7 frames"):
+        list(iter_frames(data, [7], LIMITS))
+    with pytest.raises(DecodeError, match="negative"):
+        list(iter_frames(data, [-1], LIMITS))
+
+
+def test_mutated_files_never_crash() -> None:
+    """Bytes flipped all over a real clip: every outcome is frames or a typed error."""
+    rng = np.random.default_rng(11)
+    for name in ("h264-420", "vp9-webm", "mpeg4-odd-frames"):
+        data = bytearray(_clip(name))
+        blobs = [bytes(data[:cut]) for cut in rng.integers(1, len(data), 20)]
+        for _ in range(100):
+            blob = bytearray(data)
+            for pos in rng.integers(0, len(blob), int(rng.integers(1, 24))):
+                blob[pos] = int(rng.integers(0, 256))
+            blobs.append(bytes(blob))
+        for blob in blobs:
+            try:
+                probe(blob, LIMITS)
+                for _, rgb in iter_frames(blob, range(CLIPS[name]["n"]), LIMITS):
+                    assert rgb.dtype == np.uint8 and rgb.ndim == 3
+            except (DecodeError, LimitError):
+                pass
+
+
+def test_without_pyav_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "av", None)  # what `import av` meets when it is absent
+    with pytest.raises(DecodeError, match=r"sglang-mm-core\[video\]") as e:
+        probe(b"whatever", LIMITS)
+    assert e.value.unsupported is True
