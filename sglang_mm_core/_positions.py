@@ -41,6 +41,8 @@ def mrope_positions(
     length: int,
     offsets: Sequence[tuple[int, int]],
     grids: Sequence[tuple[int, int, int]],
+    *,
+    time_intervals: Sequence[float | None] | None = None,
 ) -> MRope:
     """MRoPE for images only (algorithm: docs/families/qwen_vl.md). ``grids`` are the *merged* grids
     ``(t, h, w)`` in tokens, one per item; item ``k`` occupies ``offsets[k]`` (inclusive).
@@ -49,7 +51,13 @@ def mrope_positions(
     all three rows; an image block takes its ``(t, h, w)`` pattern on top of the running
     position, which then moves on by ``max(t, h, w)``. The last running position is
     ``max(positions) + 1``, so ``delta`` needs no reduction. This runs under the GIL for every
-    request, so the walk is native; what it refuses comes here, which names the fault."""
+    request, so the walk is native; what it refuses comes here, which names the fault.
+
+    With ``time_intervals`` (per item the step between a video's temporal positions, None for
+    an image) the walk is transformers 5.x's, which prompts with videos need:
+    `_mrope_positions_timed`."""
+    if time_intervals is not None:
+        return _mrope_positions_timed(length, offsets, grids, time_intervals)
     try:
         got = _native.mrope_positions(length, offsets, grids)
     except (TypeError, OverflowError):  # not plain integers: the walk below decides
@@ -90,6 +98,56 @@ def _mrope_positions_py(
         pos[:, prev_end + 1 :] = np.arange(cursor, cursor + text, dtype=np.int64)
         cursor += text
     return MRope(pos, cursor - length if length else 0)
+
+
+def _mrope_positions_timed(
+    length: int,
+    offsets: Sequence[tuple[int, int]],
+    grids: Sequence[tuple[int, int, int]],
+    time_intervals: Sequence[float | None] | None,
+) -> MRope:
+    """``get_rope_index`` of transformers 5.x's Qwen2-VL and Qwen2.5-VL, for blocks with a
+    time axis. A block's temporal positions are ``int(k * interval)`` for ``k < t``, computed
+    in float32 as torch computes them (``interval`` is ``tokens_per_second *
+    second_per_grid_t``, a float32; None for an image, whose step is 1), plus the running
+    position; its height and width positions start there too. The running position then
+    moves on by ``max(h, w)`` alone (4.x moved past the block's largest position, which
+    differs once ``t`` exceeds them), and ``delta`` is ``max(positions) + 1 - L``, since a
+    scaled time axis can reach past the running position."""
+    if len(offsets) != len(grids):
+        raise LayoutError(f"{len(offsets)} offset pair(s) but {len(grids)} grid(s)")
+    steps = list(time_intervals) if time_intervals is not None else [None] * len(grids)
+    if len(steps) != len(grids):
+        raise LayoutError(f"{len(steps)} time interval(s) but {len(grids)} grid(s)")
+    pos = np.empty((3, length), dtype=np.int64)
+    prev_end = -1
+    cursor = 0
+    for (s, e), (t, h, w), step in sorted(zip(offsets, grids, steps, strict=True)):
+        n = t * h * w
+        if not (prev_end < s <= e < length) or e - s + 1 != n:
+            raise LayoutError(
+                f"vision tokens [{s}, {e}] do not fit a grid of {t}x{h}x{w} in {length} token(s)"
+            )
+        if s > prev_end + 1:
+            text = s - prev_end - 1
+            pos[:, prev_end + 1 : s] = np.arange(cursor, cursor + text, dtype=np.int64)
+            cursor += text
+        if step is None:
+            temporal = np.arange(t, dtype=np.int64)
+        else:
+            scaled = np.arange(t, dtype=np.float32) * np.float32(step)
+            temporal = np.trunc(scaled).astype(np.int64)
+        block = pos[:, s : e + 1].reshape(3, t, h, w)
+        block[0] = (temporal + cursor)[:, None, None]
+        block[1] = (np.arange(h, dtype=np.int64) + cursor)[None, :, None]
+        block[2] = (np.arange(w, dtype=np.int64) + cursor)[None, None, :]
+        cursor += max(h, w)
+        prev_end = e
+    if prev_end + 1 < length:
+        text = length - prev_end - 1
+        pos[:, prev_end + 1 :] = np.arange(cursor, cursor + text, dtype=np.int64)
+    delta = int(pos.max()) + 1 - length if length else 0
+    return MRope(pos, delta)
 
 
 __all__ = ["MRope", "Rope1D", "mrope_positions"]
