@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,6 +67,43 @@ def mrope_positions(
     return _mrope_positions_py(length, offsets, grids)
 
 
+def _walk(
+    length: int,
+    offsets: Sequence[tuple[int, int]],
+    grids: Sequence[tuple[int, int, int]],
+    place: Callable[[npt.NDArray[np.int64], int, int], int],
+    what: str,
+) -> tuple[npt.NDArray[np.int64], int]:
+    """The walk in token order both rules share: text runs take the next positions on all
+    three rows; ``place(block, cursor, k)`` writes item ``k``'s ``[3, n]`` block from the
+    running position and returns how far that moves on. Returns the positions and the final
+    running position."""
+    if len(offsets) != len(grids):
+        raise LayoutError(f"{len(offsets)} offset pair(s) but {len(grids)} grid(s)")
+    pos = np.empty((3, length), dtype=np.int64)
+    prev_end = -1
+    cursor = 0  # the position the next token starts from
+    order = sorted(range(len(grids)), key=lambda k: tuple(offsets[k]))
+    for k in order:
+        (s, e), (t, h, w) = offsets[k], grids[k]
+        n = t * h * w
+        if not (prev_end < s <= e < length) or e - s + 1 != n:
+            raise LayoutError(
+                f"{what} tokens [{s}, {e}] do not fit a grid of {t}x{h}x{w} in {length} token(s)"
+            )
+        if s > prev_end + 1:
+            text = s - prev_end - 1
+            pos[:, prev_end + 1 : s] = np.arange(cursor, cursor + text, dtype=np.int64)
+            cursor += text
+        cursor += place(pos[:, s : e + 1], cursor, k)
+        prev_end = e
+    if prev_end + 1 < length:
+        text = length - prev_end - 1
+        pos[:, prev_end + 1 :] = np.arange(cursor, cursor + text, dtype=np.int64)
+        cursor += text
+    return pos, cursor
+
+
 def _mrope_positions_py(
     length: int,
     offsets: Sequence[tuple[int, int]],
@@ -74,29 +111,13 @@ def _mrope_positions_py(
 ) -> MRope:
     """The same walk in numpy: the reference the native one is tested against, and the path
     that raises for blocks that do not fit (cold: no caching of ranges or patterns)."""
-    if len(offsets) != len(grids):
-        raise LayoutError(f"{len(offsets)} offset pair(s) but {len(grids)} grid(s)")
-    pos = np.empty((3, length), dtype=np.int64)
-    prev_end = -1
-    cursor = 0  # the position the next token starts from
-    for (s, e), (t, h, w) in sorted(zip(offsets, grids, strict=True)):
-        n = t * h * w
-        if not (prev_end < s <= e < length) or e - s + 1 != n:
-            raise LayoutError(
-                f"image tokens [{s}, {e}] do not fit a grid of {t}x{h}x{w} in {length} token(s)"
-            )
-        if s > prev_end + 1:
-            text = s - prev_end - 1
-            pos[:, prev_end + 1 : s] = np.arange(cursor, cursor + text, dtype=np.int64)
-            cursor += text
-        pattern = np.indices((t, h, w), dtype=np.int64).reshape(3, -1)
-        np.add(pattern, cursor, out=pos[:, s : e + 1])
-        cursor += max(t, h, w)
-        prev_end = e
-    if prev_end + 1 < length:
-        text = length - prev_end - 1
-        pos[:, prev_end + 1 :] = np.arange(cursor, cursor + text, dtype=np.int64)
-        cursor += text
+
+    def place(block: npt.NDArray[np.int64], cursor: int, k: int) -> int:
+        t, h, w = grids[k]
+        np.add(np.indices((t, h, w), dtype=np.int64).reshape(3, -1), cursor, out=block)
+        return max(t, h, w)
+
+    pos, cursor = _walk(length, offsets, grids, place, "image")
     return MRope(pos, cursor - length if length else 0)
 
 
@@ -114,40 +135,26 @@ def _mrope_positions_timed(
     moves on by ``max(h, w)`` alone (4.x moved past the block's largest position, which
     differs once ``t`` exceeds them), and ``delta`` is ``max(positions) + 1 - L``, since a
     scaled time axis can reach past the running position."""
-    if len(offsets) != len(grids):
-        raise LayoutError(f"{len(offsets)} offset pair(s) but {len(grids)} grid(s)")
     steps = list(time_intervals) if time_intervals is not None else [None] * len(grids)
     if len(steps) != len(grids):
         raise LayoutError(f"{len(steps)} time interval(s) but {len(grids)} grid(s)")
-    pos = np.empty((3, length), dtype=np.int64)
-    prev_end = -1
-    cursor = 0
-    for (s, e), (t, h, w), step in sorted(zip(offsets, grids, steps, strict=True)):
-        n = t * h * w
-        if not (prev_end < s <= e < length) or e - s + 1 != n:
-            raise LayoutError(
-                f"vision tokens [{s}, {e}] do not fit a grid of {t}x{h}x{w} in {length} token(s)"
-            )
-        if s > prev_end + 1:
-            text = s - prev_end - 1
-            pos[:, prev_end + 1 : s] = np.arange(cursor, cursor + text, dtype=np.int64)
-            cursor += text
+
+    def place(block: npt.NDArray[np.int64], cursor: int, k: int) -> int:
+        (t, h, w), step = grids[k], steps[k]
         if step is None:
             temporal = np.arange(t, dtype=np.int64)
         else:
             scaled = np.arange(t, dtype=np.float32) * np.float32(step)
             temporal = np.trunc(scaled).astype(np.int64)
-        block = pos[:, s : e + 1].reshape(3, t, h, w)
-        block[0] = (temporal + cursor)[:, None, None]
-        block[1] = (np.arange(h, dtype=np.int64) + cursor)[None, :, None]
-        block[2] = (np.arange(w, dtype=np.int64) + cursor)[None, None, :]
-        cursor += max(h, w)
-        prev_end = e
-    if prev_end + 1 < length:
-        text = length - prev_end - 1
-        pos[:, prev_end + 1 :] = np.arange(cursor, cursor + text, dtype=np.int64)
-    delta = int(pos.max()) + 1 - length if length else 0
-    return MRope(pos, delta)
+        cube = np.empty((3, t, h, w), dtype=np.int64)
+        cube[0] = (temporal + cursor)[:, None, None]
+        cube[1] = (np.arange(h, dtype=np.int64) + cursor)[None, :, None]
+        cube[2] = (np.arange(w, dtype=np.int64) + cursor)[None, None, :]
+        block[...] = cube.reshape(3, -1)
+        return max(h, w)
+
+    pos, _ = _walk(length, offsets, grids, place, "vision")
+    return MRope(pos, int(pos.max()) + 1 - length if length else 0)
 
 
 __all__ = ["MRope", "Rope1D", "mrope_positions"]
