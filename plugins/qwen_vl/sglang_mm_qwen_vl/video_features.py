@@ -54,13 +54,13 @@ def video_pixel_values(
         raise mm.KernelArgumentError("a video needs at least one frame")
     coded += [coded[-1]] * (-len(coded) % tps)
     groups = len(coded) // tps
-    values = table.values  # [3, 256] float32: the reference's value of every sample
+    # One gather per group from the [3 * 256] table: channel c's sample v is entry 256 c + v.
+    lut = np.ascontiguousarray(table.values, dtype=np.float32).reshape(-1)
+    offset = (np.arange(3, dtype=np.uint16) * 256)[None, :, None, None]
     out = np.empty((groups, rows, 3, tps, pp), dtype=np.float32)
     for g in range(groups):
-        for tt in range(tps):
-            codes = coded[g * tps + tt]
-            for c in range(3):
-                out[g, :, c, tt, :] = values[c][codes[:, c, :]]
+        group = np.stack(coded[g * tps : (g + 1) * tps], axis=2)  # [rows, 3, tps, pp]
+        np.take(lut, group + offset, out=out[g])
     return out.reshape(groups * rows, 3 * tps * pp), (groups, gh, gw)
 
 
