@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,6 +135,51 @@ def _equal(a: Any, b: Any, where: str) -> None:
     assert a == b, f"{where}: {a!r} vs {b!r}"
 
 
+def check_refused_forms(reference: Any, ours: Any, rgb: npt.NDArray[np.uint8]) -> None:
+    """Where HF's processor raises (an out-of-range float or integer image, a non-RGB PIL image
+    with ``do_convert_rgb`` off, a string that is no image, a 5-D array, a number), ours
+    raises a typed `KernelArgumentError` naming the fault; and a [0, 1] float image with
+    ``do_rescale`` on, which HF answers rescaled twice, ours refuses rather than guess."""
+    from PIL import Image
+
+    from ..errors import KernelArgumentError
+
+    unit = rgb.astype(np.float32) / 255
+    rgba = Image.fromarray(np.dstack([rgb, rgb[..., 0]]), "RGBA")
+    raising: list[tuple[Any, dict[str, Any], str]] = [
+        (unit * 300, {"do_rescale": False}, "range"),
+        (rgb.astype(np.uint16) * 200, {}, "range"),
+        (rgba, {"do_convert_rgb": False}, "do_convert_rgb"),
+        (Image.fromarray(rgb[..., 0]), {"do_convert_rgb": False}, "do_convert_rgb"),
+        ("not an image", {}, "not a file"),
+        (rgb[None, None], {}, "dimensions"),
+        (3, {}, "unsupported image type"),
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for image, kw, fault in raising:
+            try:
+                reference(image, **kw)
+            except (ValueError, TypeError):
+                pass
+            else:
+                raise AssertionError(f"HF answered {type(image).__name__} {kw}: not a refusal")
+            try:
+                ours(image, **kw)
+            except KernelArgumentError as e:
+                assert fault in str(e), (fault, str(e))
+            else:
+                raise AssertionError(f"ours answered {type(image).__name__} {kw}")
+        reference(unit)  # HF answers (rescaled twice)
+        for image, kw in ((unit, {}), (rgb, {"do_rescale": False})):
+            try:
+                ours(image, **kw)
+            except KernelArgumentError as e:
+                assert "do_rescale" in str(e), str(e)
+            else:
+                raise AssertionError(f"ours answered a {image.dtype} image with {kw}")
+
+
 def _model_dir(root: Path, config: Mapping[str, Any], model_type: str) -> Path:
     root.mkdir(parents=True)
     (root / "preprocessor_config.json").write_text(json.dumps(dict(config)))
@@ -222,6 +268,7 @@ __all__ = [
     "InputForm",
     "assert_batch_features_equal",
     "check_never_falls_back",
+    "check_refused_forms",
     "check_registration",
     "check_thread_safety",
     "input_forms",

@@ -20,7 +20,6 @@ from _pixtral_refs import (
     MODELS,
     PHOTOS,
     SKIMAGE_DATA,
-    as_bits,
     gradient,
     hf_pil_processor,
     hf_processor,
@@ -37,6 +36,7 @@ import sglang_mm_core.hf as mmhf
 from sglang_mm_core.conformance.hf import (
     assert_batch_features_equal,
     check_never_falls_back,
+    check_refused_forms,
     check_registration,
     check_thread_safety,
     input_forms,
@@ -63,20 +63,10 @@ def _call(proc: Any, images: Any, **kw: Any) -> Any:
         return proc(images, **kw)
 
 
-def _equal(got: Any, want: Any) -> None:
-    """`assert_batch_features_equal`, and the float32 ``pixel_values`` compared as raw bits
-    too (value equality takes -0.0 for the padding's +0.0)."""
-    assert_batch_features_equal(got, want)
-    a, b = got["pixel_values"], want["pixel_values"]
-    pairs = zip(a, b, strict=True) if isinstance(b, list) else [(a, b)]
-    for x, y in pairs:
-        np.testing.assert_array_equal(as_bits(x), as_bits(y))
-
-
 def _both(ref: Any, ours: Any, ref_images: Any, our_images: Any = None, **kw: Any) -> Any:
     want = _call(ref, ref_images, **kw)
     got = _call(ours, ref_images if our_images is None else our_images, **kw)
-    _equal(got, want)
+    assert_batch_features_equal(got, want)
     return got
 
 
@@ -99,7 +89,7 @@ def test_corpus_files_as_bytes_and_paths(name: str) -> None:
     want = _call(ref, str(path))
     assert_batch_features_equal(_call(ref, load_image(str(path))), want)
     for source in (str(path), path, path.read_bytes()):
-        _equal(_call(ours, source), want)
+        assert_batch_features_equal(_call(ours, source), want)
 
 
 def _example_specs() -> dict[str, dict[str, Any]]:
@@ -178,7 +168,7 @@ def test_every_input_form(model: str, tmp_path: Path) -> None:
             with pytest.raises((MmError, ValueError, TypeError)):
                 _call(ours, form.image, **form.kwargs)
             continue
-        _equal(_call(ours, form.image, **form.kwargs), want)
+        assert_batch_features_equal(_call(ours, form.image, **form.kwargs), want)
         for kw in ({"return_tensors": "np"}, {"do_pad": False}):
             _both(ref, ours, form.reference_image, form.image, **form.kwargs, **kw)
     assert refused == HF_REFUSES
@@ -201,25 +191,7 @@ def test_forms_hf_refuses_are_refused() -> None:
     image, an RGBA image with do_convert_rgb off and a 5-D array are errors on both sides,
     never silently different pixels."""
     ref, ours = _pair(MODELS["pixtral_12b"][1])
-    rgb = generated_image(40, 30)
-    unit = rgb.astype(np.float32) / 255
-    with pytest.raises(KernelArgumentError, match="do_rescale"):
-        _call(ours, unit)
-    wild = unit * 300
-    with pytest.raises(ValueError):
-        _call(ref, wild, do_rescale=False)
-    with pytest.raises(KernelArgumentError, match="range"):
-        _call(ours, wild, do_rescale=False)
-    rgba = Image.fromarray(np.dstack([rgb, rgb[..., 0]]), "RGBA")
-    with pytest.raises(ValueError):
-        _call(ref, rgba, do_convert_rgb=False)
-    with pytest.raises(KernelArgumentError, match="do_convert_rgb"):
-        _call(ours, rgba, do_convert_rgb=False)
-    five = rgb[None, None]
-    with pytest.raises(ValueError):
-        _call(ref, five)
-    with pytest.raises(KernelArgumentError, match="dimensions"):
-        _call(ours, five)
+    check_refused_forms(ref, ours, generated_image(40, 30))
     with pytest.raises((ValueError, TypeError)):
         _call(ref, 3)
     with pytest.raises(KernelArgumentError, match="unsupported image type"):
@@ -466,7 +438,7 @@ def test_accelerate_whole_processor(model: str) -> None:
             want = stock(text=text, images=imgs, **kw)
             got = fast(text=text, images=imgs, **kw)
         assert {"input_ids", "attention_mask", "pixel_values", "image_sizes"} <= set(want)
-        _equal(got, want)
+        assert_batch_features_equal(got, want)
     sizes = [(768, 1024), (20, 3000), (1, 1)]
     assert fast._get_num_multimodal_tokens(sizes) == stock._get_num_multimodal_tokens(sizes)
     assert fast.model_input_names == stock.model_input_names
