@@ -35,6 +35,7 @@ from ._processor import (
     default_reference,
     feature_array,
     installed_pass_order,
+    parts,
     require,
     stack,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "image_processor",
     "installed_pass_order",
     "model_types",
+    "parts",
     "processor_classes",
     "register",
     "require",

@@ -65,9 +65,6 @@ class ImageProcessor(BaseImageProcessor):
     family: ClassVar[type[Family[Any]]]
     #: The name of the HF class (its torchvision spelling) this class stands in for.
     replaces: ClassVar[str]
-    #: The backend key transformers registers this class under.
-    backend_name: ClassVar[str] = BACKEND
-
     #: Threads one image may use (None: the product's default pool size); not saved.
     threads: int | None = None
 
@@ -226,7 +223,7 @@ def require(settings: Mapping[str, Any], key: str, want: Any) -> None:
         raise SpecError(f"{key}={got!r} is not supported: only {want!r} is reproduced exactly")
 
 
-def check_resample(settings: Mapping[str, Any], want: int) -> None:
+def check_resample(settings: Mapping[str, Any], want: int = 3) -> None:
     """Refuse another interpolation than PIL's code ``want`` (3 bicubic, 2 bilinear)."""
     got = settings.get("resample")
     code = getattr(got, "value", got)
@@ -266,6 +263,17 @@ def feature_array(item: ProcessedItem) -> npt.NDArray[Any]:
     return feature.array
 
 
+def parts(items: Sequence[ProcessedItem], settings: Mapping[str, Any]) -> Any:
+    """HF's ``pixel_values`` for images that each make several ``[3, S, S]`` parts (crops,
+    tiles): every part in one flat list, or, asked for numpy, the parts stacked into one array
+    (each item's feature already is its parts stacked, so one image is not copied)."""
+    features = [feature_array(it) for it in items]
+    tensors = settings.get("return_tensors")
+    if str(getattr(tensors, "value", tensors)) == "np":
+        return concat(features)
+    return [part for f in features for part in f]
+
+
 def stack(arrays: Sequence[npt.NDArray[Any]]) -> npt.NDArray[Any]:
     """Items' features as one batch array along a new first axis (one item: a view)."""
     arrays = list(arrays)
@@ -294,6 +302,7 @@ __all__ = [
     "default_reference",
     "feature_array",
     "installed_pass_order",
+    "parts",
     "require",
     "stack",
 ]

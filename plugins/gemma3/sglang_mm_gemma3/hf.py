@@ -83,6 +83,26 @@ def _get(cfg: Mapping[str, Any], key: str, default: Any) -> Any:
     return default if value is None else value
 
 
+def _check_settings(pre: Mapping[str, Any]) -> None:
+    """Refuse, naming the key, the preprocessor settings Gemma 3's kernel cannot reproduce:
+    the rule of `spec_from_hf` and of the transformers drop-in's construction."""
+    for key in ("do_resize", "do_rescale", "do_normalize", "do_convert_rgb"):
+        if pre.get(key) is False:
+            raise mm.SpecError(f"{key}: false is not supported (Gemma 3 checkpoints set it true)")
+    if _get(pre, "resample", BILINEAR) != BILINEAR:
+        raise mm.SpecError(
+            f"resample={pre['resample']!r} is not BILINEAR (2): only the bilinear kernels are "
+            "bit-exact for this family"
+        )
+    mm.check_hf_settings(
+        pre,
+        handled=_HANDLED,
+        resample=BILINEAR,
+        # any factor is honoured exactly (the table is built from it): not a refusal
+        rescale_factor=_get(pre, "rescale_factor", 1 / 255),
+    )
+
+
 def spec_from_hf(
     model: mm.ModelDir | str | Path | Mapping[str, Mapping[str, Any]],
     *,
@@ -102,20 +122,7 @@ def spec_from_hf(
     kind = pre.get("image_processor_type")
     if kind not in PROCESSORS:
         raise mm.SpecError(f"image_processor_type {kind!r} is not Gemma 3's ({sorted(PROCESSORS)})")
-    for key in ("do_resize", "do_rescale", "do_normalize", "do_convert_rgb"):
-        if pre.get(key) is False:
-            raise mm.SpecError(f"{key}: false is not supported (Gemma 3 checkpoints set it true)")
-    if _get(pre, "resample", BILINEAR) != BILINEAR:
-        raise mm.SpecError(
-            f"resample {pre['resample']} is not BILINEAR (2): only the bilinear kernels are "
-            "bit-exact for this family"
-        )
-    mm.check_hf_settings(
-        pre,
-        handled=_HANDLED,
-        resample=BILINEAR,
-        rescale_factor=float(_get(pre, "rescale_factor", 1 / 255)),
-    )
+    _check_settings(pre)
     tokens = int(_get(cfg, "mm_tokens_per_image", 256))
     if _get(pre, "image_seq_length", tokens) != tokens:
         raise mm.SpecError(

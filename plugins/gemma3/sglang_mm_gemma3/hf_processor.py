@@ -10,10 +10,10 @@ from typing import Any
 from transformers.models.gemma3.image_processing_pil_gemma3 import Gemma3ImageProcessorPil
 
 from sglang_mm_core import hf as mmhf
-from sglang_mm_core.plugin import ProcessedItem, SpecError, check_hf_settings
+from sglang_mm_core.plugin import ProcessedItem, SpecError
 
 from .family import Gemma3Family
-from .hf import _HANDLED, BILINEAR
+from .hf import BILINEAR, _check_settings
 from .params import Gemma3Params
 
 # The phrases' ids only shape the prompt, never the pixels: the image processor has no
@@ -27,10 +27,6 @@ _PAS_KEYS = (
 _PAS_DEFAULTS = {k: Gemma3Params.model_fields[k].default for k in _PAS_KEYS}
 
 
-def _is_np(tensors: Any) -> bool:
-    return str(getattr(tensors, "value", tensors)) == "np"
-
-
 class Gemma3ImageProcessorSglangMm(mmhf.ImageProcessor, Gemma3ImageProcessorPil):
     """``Gemma3ImageProcessor`` on the ``gemma3`` kernel (``backend="sglang_mm"``): every image,
     and with ``do_pan_and_scan`` each of its crops, resized bilinearly to one square."""
@@ -40,17 +36,7 @@ class Gemma3ImageProcessorSglangMm(mmhf.ImageProcessor, Gemma3ImageProcessorPil)
 
     @classmethod
     def check_config(cls, config: Mapping[str, Any]) -> None:
-        # The rule of the family's spec_from_hf (sglang_mm_gemma3.hf).
-        for key in ("do_resize", "do_rescale", "do_normalize", "do_convert_rgb"):
-            if config.get(key) is False:
-                raise SpecError(f"{key}=False is not supported (Gemma 3 checkpoints set it true)")
-        factor = config.get("rescale_factor")
-        check_hf_settings(
-            config,
-            handled=_HANDLED,
-            resample=BILINEAR,
-            rescale_factor=1 / 255 if factor is None else factor,
-        )
+        _check_settings(config)
 
     def family_params(self, settings: Mapping[str, Any]) -> Mapping[str, Any]:
         mmhf.require(settings, "do_resize", True)
@@ -92,16 +78,9 @@ class Gemma3ImageProcessorSglangMm(mmhf.ImageProcessor, Gemma3ImageProcessorPil)
         images: Sequence[mmhf.Prepared],
         settings: Mapping[str, Any],
     ) -> dict[str, Any]:
-        # HF's containers: one [3, S, S] array per image and crop, one int per image. Asked for
-        # numpy, HF stacks them: the items' arrays are that already (no second copy).
-        features = [mmhf.feature_array(it) for it in items]
-        pixel_values: Any
-        if _is_np(settings.get("return_tensors")):
-            pixel_values = features[0] if len(features) == 1 else mmhf.concat(features)
-        else:
-            pixel_values = [part for f in features for part in f]
+        # One [3, S, S] array per image and crop, one int per image.
         return {
-            "pixel_values": pixel_values,
+            "pixel_values": mmhf.parts(items, settings),
             "num_crops": [int(it.aux["num_crops"].array[0]) for it in items],
         }
 

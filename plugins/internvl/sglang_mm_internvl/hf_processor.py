@@ -16,8 +16,6 @@ from .family import InternVLFamily
 from .hf import _check_settings
 from .params import MAX_PATCHES_CAP
 
-_BICUBIC = 3
-
 
 def _int(settings: Mapping[str, Any], key: str) -> int:
     value = settings.get(key)
@@ -48,7 +46,7 @@ class GotOcr2ImageProcessorSglangMm(mmhf.ImageProcessor, GotOcr2ImageProcessorPi
 
     def family_params(self, settings: Mapping[str, Any]) -> Mapping[str, Any]:
         mmhf.require(settings, "do_normalize", True)
-        mmhf.check_resample(settings, _BICUBIC)
+        mmhf.check_resample(settings)
         mmhf.check_rescale_factor(settings)
         crops = self._hf_crops(settings)
         # HF's tiling branch resizes whatever do_resize says; the PIL backend's other branch
@@ -89,17 +87,9 @@ class GotOcr2ImageProcessorSglangMm(mmhf.ImageProcessor, GotOcr2ImageProcessorPi
         images: Sequence[mmhf.Prepared],
         settings: Mapping[str, Any],
     ) -> dict[str, Any]:
-        # HF's containers: one [3, T, T] array per tile, and one int per image. Asked for
-        # numpy, HF stacks the tiles: the items' arrays are that already (no second copy).
-        features = [mmhf.feature_array(it) for it in items]
-        tensors = settings.get("return_tensors")
-        pixel_values: Any
-        if str(getattr(tensors, "value", tensors)) == "np":
-            pixel_values = features[0] if len(features) == 1 else mmhf.concat(features)
-        else:
-            pixel_values = [tile for f in features for tile in f]
+        # One [3, T, T] array per tile, one int per image.
         return {
-            "pixel_values": pixel_values,
+            "pixel_values": mmhf.parts(items, settings),
             "num_patches": [int(it.aux["num_patches"].array[0]) for it in items],
         }
 

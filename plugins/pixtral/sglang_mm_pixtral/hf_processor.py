@@ -20,8 +20,6 @@ from sglang_mm_core.plugin import ProcessedItem, SpecError
 from .family import PixtralFamily
 from .hf import _check_settings
 
-_BICUBIC = 3
-
 
 def _longest_edge(size: Any) -> int:
     """HF's ``resize`` bound: ``longest_edge`` when set, else ``height`` and ``width`` as two
@@ -89,7 +87,7 @@ class PixtralImageProcessorSglangMm(mmhf.ImageProcessor, PixtralImageProcessorPi
         for key in ("do_resize", "do_normalize"):
             mmhf.require(settings, key, True)
         mmhf.require(settings, "do_center_crop", False)
-        mmhf.check_resample(settings, _BICUBIC)
+        mmhf.check_resample(settings)
         mmhf.check_rescale_factor(settings)
         # As HF's _preprocess: a falsy per-call patch_size means the instance's.
         patch = _patch_side(settings.get("patch_size") or self.patch_size)

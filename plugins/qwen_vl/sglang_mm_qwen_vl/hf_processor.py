@@ -15,8 +15,6 @@ from sglang_mm_core.plugin import KernelArgumentError, ProcessedItem, SpecError
 from .family import QwenVLFamily
 from .hf import _check_settings
 
-_BICUBIC = 3
-
 
 class Qwen2VLImageProcessorSglangMm(mmhf.ImageProcessor, Qwen2VLImageProcessorPil):
     """``Qwen2VLImageProcessor`` on the ``qwen_vl`` kernel (``backend="sglang_mm"``)."""
@@ -31,7 +29,7 @@ class Qwen2VLImageProcessorSglangMm(mmhf.ImageProcessor, Qwen2VLImageProcessorPi
     def family_params(self, settings: Mapping[str, Any]) -> Mapping[str, Any]:
         for key in ("do_resize", "do_normalize"):
             mmhf.require(settings, key, True)
-        mmhf.check_resample(settings, _BICUBIC)
+        mmhf.check_resample(settings)
         mmhf.check_rescale_factor(settings)
         size = settings.get("size") or {}
         lo, hi = getattr(size, "shortest_edge", None), getattr(size, "longest_edge", None)
