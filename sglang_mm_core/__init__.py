@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from ._carriers import Geometry, MmInput, MmItem, MmOutput, Tensor, TokenCount
+from ._carriers import Geometry, MmInput, MmItem, MmOutput, Tensor, TokenCount, VideoSource
 from ._compact import CompactTensor
 from ._driver import Pipeline, pipeline_from_spec
 from ._native import __version__ as _native_version
@@ -32,6 +32,7 @@ from ._spec import (
     load_spec,
     spec_json_schema,
 )
+from ._video_items import VideoOptions
 from .errors import (
     CodecError,
     DecodeError,
@@ -81,6 +82,8 @@ __all__ = [
     "Tensor",
     "TokenCount",
     "UnsupportedModalityError",
+    "VideoOptions",
+    "VideoSource",
     "__version__",
     "default_registry",
     "load_output",

@@ -89,12 +89,15 @@ class Tensor:
 @dict_init
 @dataclass(frozen=True)
 class Geometry:
-    """Where an item's pixels ended up: the resized ``(height, width)`` and the family's token
-    grid (Qwen: ``(t, gh, gw)`` in patches; Inkling: ``(nph, npw)``)."""
+    """Where an item's pixels ended up: the resized ``(height, width)``, the family's token
+    grid (Qwen: ``(t, gh, gw)`` in patches; Inkling: ``(nph, npw)``) and, for a video, the
+    seconds one temporal step of the grid spans (HF's ``second_per_grid_t``; None for an
+    image), which time-aware positions read."""
 
     height: int
     width: int
     grid: tuple[int, ...]
+    seconds_per_grid_t: float | None = None
 
 
 @dict_init
@@ -112,21 +115,26 @@ class ProcessedItem:
 
 Source: TypeAlias = bytes | bytearray | memoryview | str
 
+#: A video source: a `Source`, or a mapping ``{"video": source, "fps": 2.0, ...}`` with its
+#: per-video options (`VideoOptions`' names, as qwen-vl-utils names them).
+VideoSource: TypeAlias = Source | Mapping[str, Any]
+
 
 @dataclass(frozen=True)
 class MmInput:
-    """One request: the prompt's token ids and its image sources (bytes, data: URL, base64,
-    path or http(s) URL), in placeholder order."""
+    """One request: the prompt's token ids, its image sources (bytes, data: URL, base64, path
+    or http(s) URL) and its video sources, each list in the order of its placeholders."""
 
     input_ids: Sequence[int] | npt.NDArray[np.integer[Any]]
     images: Sequence[Source] = ()
     rid: str | None = None
+    videos: Sequence[VideoSource] = ()
 
 
 @dict_init
 @dataclass(frozen=True, eq=False)
 class MmItem:
-    """One item of the answer (``modality`` ``"image"``; a video is a sequence of frames);
+    """One item of the answer, ``modality`` ``"image"`` or ``"video"``;
     ``feature`` is a `CompactTensor` under ``compact=True``; ``tokens`` is the length of its
     offsets."""
 
@@ -176,4 +184,5 @@ __all__ = [
     "Source",
     "Tensor",
     "TokenCount",
+    "VideoSource",
 ]

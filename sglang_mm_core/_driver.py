@@ -21,11 +21,20 @@ from . import _native
 from ._cache import CacheStats, FeatureCache
 from ._carriers import MmInput, MmItem, MmOutput, ProcessedItem, Tensor, TokenCount
 from ._family import Family
-from ._layout import apply_layout, check_placeholders
+from ._layout import TokenLayout, apply_layout, check_placeholders, layout_by_placeholder_kinds
 from ._plan import Placeholder, Plan
 from ._positions import MRope, Rope1D
 from ._spec import ResolvedSpec, Spec, load_spec
 from ._threads import resolve_threads
+from ._video_items import (
+    VideoOptions,
+    checked_video_plan,
+    header_of,
+    options_key,
+    process_video,
+    sources_and_options,
+    video_limits,
+)
 from .errors import (
     LimitError,
     MmError,
@@ -133,7 +142,7 @@ def _current_scope() -> CancelScope | None:
 class _Job(NamedTuple):
     # A tuple, not a dataclass: one is built per item on the hot path.
     request: int
-    item: int
+    item: int  # the index in its modality's list
     data: bytes | bytearray | memoryview
     kind: str
     threads: int
@@ -141,11 +150,22 @@ class _Job(NamedTuple):
     # The server's cancellation of the request (deadline passed, client gone): items not yet
     # started are skipped. Pool threads do not see the caller's context, so it rides here.
     scope: CancelScope | None = None
+    video: VideoOptions | None = None  # set for a video
 
 
 class _Done(NamedTuple):
     hash: int
     processed: ProcessedItem
+    modality: str = "image"
+
+
+class _Src(NamedTuple):
+    """A fetched source: its bytes, its form, and its options when it is a video."""
+
+    data: bytes | bytearray | memoryview
+    kind: str
+    item: int
+    video: VideoOptions | None = None
 
 
 def _as_ids(input_ids: Any) -> npt.NDArray[np.int64]:
@@ -164,9 +184,9 @@ def _as_ids(input_ids: Any) -> npt.NDArray[np.int64]:
     return np.ascontiguousarray(ids, dtype=np.int64)
 
 
-def _attribute(err: MmError, item: int, kind: str) -> MmError:
+def _attribute(err: MmError, item: int, kind: str, modality: str = "image") -> MmError:
     """``err`` attributed to request item ``item``, keeping its traceback and cause."""
-    out = err.at_item(item, kind).with_traceback(err.__traceback__)
+    out = err.at_item(item, kind, modality).with_traceback(err.__traceback__)
     out.__cause__ = err.__cause__
     return out
 
@@ -227,6 +247,21 @@ class Pipeline:
             raise _plugin_error(fam, "features() or placeholder()", e) from e
         self._needs_images = bool(fam.requires_images)
         self._takes_images = "image" in fam.modalities
+        self._takes_videos = "video" in fam.modalities
+        self._video_placeholder: Placeholder | None = None
+        if self._takes_videos:
+            try:
+                vph = fam.video_placeholder()
+            except MmError:
+                raise
+            except Exception as e:
+                raise _plugin_error(fam, "video_placeholder()", e) from e
+            if not isinstance(vph, Placeholder) or vph.token == self._placeholder.token:
+                raise PluginError(
+                    f"family {fam.name!r}: video_placeholder() must be a Placeholder whose "
+                    "token differs from the image placeholder's"
+                )
+            self._video_placeholder = vph
 
     # -- lifecycle -------------------------------------------------------------------------
     @property
@@ -267,9 +302,7 @@ class Pipeline:
         got = self._fetch(request)
         kthreads = self.par.kernel_threads(len(got))
         scope = _current_scope() if got else None
-        jobs = [
-            _Job(0, k, data, kind, kthreads, compact, scope) for k, (data, kind) in enumerate(got)
-        ]
+        jobs = [_Job(0, s.item, s.data, s.kind, kthreads, compact, scope, s.video) for s in got]
         handles = self.par.submit(self._run_item, jobs)  # a single item runs inline
         done: list[_Done] = []
         for i, handle in enumerate(handles):
@@ -303,7 +336,7 @@ class Pipeline:
             raise self._no_compact()
         ids: list[npt.NDArray[np.int64] | None] = []
         failed: dict[int, MmError] = {}
-        sources: list[tuple[int, int, bytes | bytearray | memoryview, str]] = []
+        sources: list[tuple[int, _Src]] = []
         for r, req in enumerate(requests):
             try:
                 req_ids = self._check(req)
@@ -313,11 +346,12 @@ class Pipeline:
                 ids.append(None)
                 continue
             ids.append(req_ids)
-            for k, (data, kind) in enumerate(got):
-                sources.append((r, k, data, kind))
+            sources += [(r, src) for src in got]
         kthreads = self.par.kernel_threads(len(sources))
         scope = _current_scope() if sources else None
-        jobs = [_Job(r, k, data, kind, kthreads, compact, scope) for r, k, data, kind in sources]
+        jobs = [
+            _Job(r, s.item, s.data, s.kind, kthreads, compact, scope, s.video) for r, s in sources
+        ]
         done: list[list[_Done]] = [[] for _ in requests]
         handles = self.par.submit(self._run_item, jobs)  # a single item runs inline
         for job, handle in zip(jobs, handles, strict=True):
@@ -359,34 +393,49 @@ class Pipeline:
         the family's plan of each upright size: what `process` would make of the request,
         whose placeholder rules are applied here too (nothing `process` refuses is counted)."""
         ids = self._check(request)
-        self._check_prompt(ids, len(request.images))
+        self._check_prompt(ids, len(request.images), len(request.videos))
         items = self._fetch(request)
         limits = self.spec.spec.limits
         exif = bool(self.spec.spec.decode.exif_orientation)
-        per_item: list[int] = []
-        prompt: list[int] = []
-        for k, (data, kind) in enumerate(items):
+        plans: list[Plan] = []
+        for src in items:
             try:
+                if src.video is not None:
+                    plans.append(self._video_plan_of_header(src.data, src.video))
+                    continue
                 # The limits are checked by the kernels' one rule, as the decoder does.
                 w, h = _native.image_dimensions(
-                    data, exif, limits.max_image_pixels, limits.max_image_side
+                    src.data, exif, limits.max_image_pixels, limits.max_image_side
                 )
-                plan = self._call(self.family.checked_plan, w, h)
+                plans.append(self._call(self.family.checked_plan, w, h))
             except MmError as e:
-                raise _attribute(e, k, kind) from e.__cause__
-            per_item.append(plan.content)
-            prompt.append(plan.length)
-        return TokenCount(len(ids) - len(items) + sum(prompt), per_item)
+                modality = "image" if src.video is None else "video"
+                raise _attribute(e, src.item, src.kind, modality) from e.__cause__
+        if request.videos:  # per item in prompt order, as `process` answers them
+            modalities = ["image" if s.video is None else "video" for s in items]
+            _, order = self._media_layout(ids, plans, modalities)
+            plans = [plans[i] for i in order]
+        per_item = [p.content for p in plans]
+        return TokenCount(len(ids) - len(items) + sum(p.length for p in plans), per_item)
 
-    def check_prompt(self, input_ids: Any, n_items: int) -> None:
+    def _video_plan_of_header(
+        self, data: bytes | bytearray | memoryview, options: VideoOptions
+    ) -> Plan:
+        header = header_of(data, video_limits(self.spec.spec.limits), count=False)
+        return self._call(checked_video_plan, self.family, header, options).plan
+
+    def check_prompt(self, input_ids: Any, n_items: int, n_videos: int = 0) -> None:
         """Refuse, with a `LayoutError`, a prompt whose placeholders do not fit ``n_items``
-        items (one placeholder each, inside its markers): what `process` would refuse, said
-        before any image is fetched or decoded."""
-        self._check_prompt(_as_ids(input_ids), n_items)
+        images and ``n_videos`` videos (one placeholder each, inside its markers): what
+        `process` would refuse, said before any source is fetched or decoded."""
+        self._check_prompt(_as_ids(input_ids), n_items, n_videos)
 
-    def _check_prompt(self, ids: npt.NDArray[np.int64], n_items: int) -> None:
+    def _check_prompt(self, ids: npt.NDArray[np.int64], n_items: int, n_videos: int = 0) -> None:
         ph = self._placeholder
         check_placeholders(ids, ph.token, n_items, ph.between)
+        vph = self._video_placeholder
+        if vph is not None:
+            check_placeholders(ids, vph.token, n_videos, vph.between)
 
     # -- steps -----------------------------------------------------------------------------
     def _call(self, fn: Callable[..., R], *args: Any) -> R:
@@ -404,8 +453,18 @@ class Pipeline:
             raise MmRequestError(
                 f"images must be a list of sources, not a single {type(request.images).__name__}"
             )
-        n = len(request.images)
+        videos = request.videos
+        if isinstance(videos, (str, bytes, bytearray, memoryview, Mapping)):
+            raise MmRequestError(
+                f"videos must be a list of sources, not a single {type(videos).__name__}"
+            )
         fam = self.family
+        if videos and not self._takes_videos:
+            raise UnsupportedModalityError(
+                f"family {fam.name!r} does not accept videos (it accepts: "
+                f"{', '.join(sorted(fam.modalities)) or 'nothing'})"
+            )
+        n = len(request.images)
         if n == 0 and self._needs_images:
             raise MmRequestError(
                 f"request without image sources: family {fam.name!r} needs at least one image"
@@ -416,49 +475,66 @@ class Pipeline:
                 f"{', '.join(sorted(fam.modalities)) or 'nothing'})"
             )
         max_items = self._max_items
-        if n > max_items:
+        if n + len(videos) > max_items:
+            what = f"{n} image(s)" + (f" and {len(videos)} video(s)" if videos else "")
             raise LimitError(
-                f"request has {n} image(s), over limits.max_items = {max_items}",
+                f"request has {what}, over limits.max_items = {max_items}",
                 limit="max_items",
                 limit_value=max_items,
-                value=n,
+                value=n + len(videos),
             )
         return ids
 
-    def _fetch(self, request: MmInput) -> list[tuple[bytes | bytearray | memoryview, str]]:
-        if not request.images:
+    def _fetch(self, request: MmInput) -> list[_Src]:
+        """The request's images, then its videos, fetched under one budget."""
+        images, videos = request.images, request.videos
+        if not images and not videos:
             return []
         spec = self.spec.spec
-        got = _fetch_all()(list(request.images), policy=spec.fetch, limits=spec.limits)
-        return [(f.data, f.kind) for f in got]
+        if not videos:
+            got = _fetch_all()(list(images), policy=spec.fetch, limits=spec.limits)
+            return [_Src(f.data, f.kind, k) for k, f in enumerate(got)]
+        sources, options = sources_and_options(videos)
+        n = len(images)
+        got = _fetch_all()([*images, *sources], policy=spec.fetch, limits=spec.limits, n_images=n)
+        out = [_Src(f.data, f.kind, k) for k, f in enumerate(got[:n])]
+        out += [
+            _Src(f.data, f.kind, k, o)
+            for k, (f, o) in enumerate(zip(got[n:], options, strict=True))
+        ]
+        return out
 
     def _run_item(self, job: _Job) -> _Done | MmError:
         """hash -> decode -> process for one item (or hash -> cache hit, with no decode);
         errors come back as values, attributed."""
+        modality = "image" if job.video is None else "video"
         try:
             if job.scope is not None:
                 job.scope.check()  # a cancelled request starts no more kernel work
             if self.cache is None:
                 digest = _native.content_hash(job.data)
-                return _Done(digest, self._compute(job.data, job.compact, job))
+                return _Done(digest, self._compute(job.data, job.compact, job), modality)
             hexd = _native.blake3_hex(job.data)
             # `content_hash` is the digest's first 8 bytes, big-endian: one pass gives both.
             digest = int(hexd[:16], 16)
             stored = self._offers_compact
-            got, _ = self.cache.get_or_compute(
-                (self.spec_fingerprint, hexd), lambda: self._compute(job.data, stored, job)
-            )
+            key: tuple[str, ...] = (self.spec_fingerprint, hexd)
+            if job.video is not None:
+                key += ("video", options_key(job.video))
+            got, _ = self.cache.get_or_compute(key, lambda: self._compute(job.data, stored, job))
             if stored and not job.compact:
                 got = _expanded(got)
-            return _Done(digest, got)
+            return _Done(digest, got, modality)
         except _Failed as f:
             return f.error
         except MmError as e:
-            return _attribute(e, job.item, job.kind)
+            return _attribute(e, job.item, job.kind, modality)
 
     def _compute(
         self, data: bytes | bytearray | memoryview, compact: bool, job: _Job
     ) -> ProcessedItem:
+        if job.video is not None:
+            return self._compute_video(data, compact, job, job.video)
         image = _native.image_decode_rgb(data, **self._decode_kw)
         fam = self.family
         try:
@@ -472,14 +548,61 @@ class Pipeline:
             raise _Failed(_plugin_error(fam, f"processing image {job.item}", e)) from e
         return processed
 
+    def _compute_video(
+        self, data: bytes | bytearray | memoryview, compact: bool, job: _Job, options: VideoOptions
+    ) -> ProcessedItem:
+        fam = self.family
+        limits = video_limits(self.spec.spec.limits)
+        try:
+            return process_video(
+                fam, data, options, limits, threads=job.threads, compact=compact, scope=job.scope
+            )
+        except PluginError as e:
+            raise _Failed(e) from e
+        except MmError:
+            raise
+        except Exception as e:
+            raise _Failed(_plugin_error(fam, f"processing video {job.item}", e)) from e
+
+    def _media_layout(
+        self, ids: npt.NDArray[np.int64], plans: Sequence[Plan], modalities: Sequence[str]
+    ) -> tuple[TokenLayout, list[int]]:
+        """The layout of a prompt with videos, and the prompt order of the items (indices
+        into ``plans``, which hold the images then the videos, as ``modalities`` says)."""
+        images = [k for k, m in enumerate(modalities) if m == "image"]
+        videos = [k for k, m in enumerate(modalities) if m == "video"]
+        ph, vph = self._placeholder, self._video_placeholder
+        assert vph is not None
+        layout, order = layout_by_placeholder_kinds(
+            ids,
+            [
+                (ph.token, ph.between, [plans[k].tokens for k in images]),
+                (vph.token, vph.between, [plans[k].tokens for k in videos]),
+            ],
+        )
+        return layout, [(images, videos)[kind][k] for kind, k in order]
+
     def _finish(
         self, request: MmInput, ids: npt.NDArray[np.int64], done: Sequence[_Done]
     ) -> MmOutput:
         fam = self.family
         plans: list[Plan] = [d.processed.plan for d in done]  # type: ignore[misc]
-        expanded = apply_layout(ids, fam.layout(ids, plans), len(done))
+        if request.videos:
+            layout, order = self._media_layout(ids, plans, [d.modality for d in done])
+            done = [done[k] for k in order]
+            plans = [plans[k] for k in order]
+        else:
+            layout = fam.layout(ids, plans)
+        expanded = apply_layout(ids, layout, len(done))
         items = [
-            MmItem(d.processed.feature, d.processed.aux, d.hash, d.processed.geometry, p.content)
+            MmItem(
+                d.processed.feature,
+                d.processed.aux,
+                d.hash,
+                d.processed.geometry,
+                p.content,
+                d.modality,
+            )
             for d, p in zip(done, plans, strict=True)
         ]
         length = len(expanded.input_ids)

@@ -43,6 +43,8 @@ from .errors import MmRequestError, PluginError
 if TYPE_CHECKING:
     from ._carriers import Geometry
     from ._hf import ModelDir
+    from ._video import VideoHeader
+    from ._video_items import VideoOptions, VideoPlan
 
 
 class DecodeDefaults(BaseModel):
@@ -167,6 +169,23 @@ class Family(ABC, Generic[P]):
             )
         return Placeholder(token)
 
+    def video_plan(self, video: VideoHeader, options: VideoOptions) -> VideoPlan:
+        """What a video becomes, from its header and the request's options for it (a family
+        whose ``modalities`` hold ``"video"`` implements it): the frames to sample, the one
+        size they are resized to, its tokens and aux. Pure and cheap, like `plan`: token
+        counting calls it with the header alone. Refuse an option or a video by design with a
+        `KernelArgumentError` naming it."""
+        raise NotImplementedError(f"family {self.name!r} declares no video_plan")
+
+    def video_placeholder(self) -> Placeholder:
+        """The prompt token each video replaces, and the ids that must surround it."""
+        raise PluginError(f"family {self.name!r} takes videos but has no video_placeholder()")
+
+    def video_features(self) -> Features:
+        """How a video's frames become its feature (`features` by default): a core resampler,
+        a table and a writer that lays out a time axis (`Writer.video`)."""
+        return self.features()
+
     def aux(self, plan: Plan) -> Mapping[str, Tensor]:
         """Auxiliary tensors of an item (named as HF names them, e.g. ``image_grid_thw``)."""
         return {}
@@ -276,6 +295,20 @@ class Family(ABC, Generic[P]):
             built = _Built(features, features.recipe(), placeholder)
             self._built = built
         return built
+
+    def _video_compiled(self) -> tuple[Features, Any]:
+        """The video features and their native recipe, built once."""
+        got: tuple[Features, Any] | None = self.__dict__.get("_video_built")
+        if got is None:
+            features = self.video_features()
+            if not isinstance(features, Features) or not isinstance(features.writer, Writer):
+                raise PluginError(
+                    f"family {self.name!r}: video_features() returned "
+                    f"{type(features).__name__}, not Features with a writer"
+                )
+            got = (features, features.recipe())
+            self.__dict__["_video_built"] = got
+        return got
 
     def _check_kernel_output(self, out: Any, plan: Plan, compact: bool) -> None:
         """A family kernel's output must hold what its writer lays out for the plan."""

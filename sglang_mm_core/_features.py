@@ -187,6 +187,13 @@ class Writer:
     def native(self) -> dict[str, int]:
         return {}
 
+    def video(
+        self, frames: Sequence[npt.NDArray[np.uint8]], plan: Plan, table: Table
+    ) -> CompactTensor:
+        """A video's feature, compact, from each sampled frame's codes (the kernel's codes
+        for ``plan``'s one part), in order. Only writers with a time axis lay out videos."""
+        raise KernelArgumentError(f"the {type(self).__name__} writer lays out no video")
+
     def kernel_size(self, plan: Plan, codes: bool) -> int:
         """Elements a kernel writes for ``plan``: the full shape's (frames a writer repeats
         are written once, where the writer says so)."""
@@ -275,6 +282,27 @@ class PatchRows(Writer):
     def kernel_size(self, plan: Plan, codes: bool) -> int:
         full = super().kernel_size(plan, codes)
         return full // self.temporal_patch_size if codes else full
+
+    def video(
+        self, frames: Sequence[npt.NDArray[np.uint8]], plan: Plan, table: Table
+    ) -> CompactTensor:
+        """``pixel_values_videos``: ``[t * gh * gw, 3 * tps * ps * ps]``, rows by temporal
+        group, each row channel-major, then frame in the group, then the patch's pixels (HF's
+        video ``patchify``); a frame count that is not a multiple of ``tps`` repeats the last
+        frame, as HF does. The codes hold every frame (there is no repeat to share)."""
+        if not frames:
+            raise KernelArgumentError("a video needs at least one frame")
+        rows, width = self.shape(plan)
+        tps, pp = self.temporal_patch_size, self.patch_size**2
+        per = [f.reshape(rows, 3, pp) for f in frames]
+        per += [per[-1]] * (-len(per) % tps)
+        groups = len(per) // tps
+        codes = np.empty((groups, rows, 3, tps, pp), dtype=np.uint8)
+        for g in range(groups):
+            for k in range(tps):
+                codes[g, :, :, k, :] = per[g * tps + k]
+        shape = (groups * rows, width)
+        return _compact(codes.reshape(groups * rows, 3, 1, tps * pp), table, shape, 1, 2, 1)
 
 
 @dataclass(frozen=True)

@@ -215,6 +215,25 @@ def layout_by_placeholder_patterns(
     return TokenLayout(_placeholder_segments(len(src), at, patterns))
 
 
+def layout_by_placeholder_kinds(
+    input_ids: Sequence[int] | npt.NDArray[Any],
+    kinds: Sequence[tuple[int, tuple[int, int] | None, Sequence[Pattern]]],
+) -> tuple[TokenLayout, list[tuple[int, int]]]:
+    """A prompt with several kinds of media (images and videos), each kind ``(placeholder
+    id, between, patterns)`` with its own placeholder and its items in order. Items are
+    numbered in prompt order; the second value says, per prompt-order item, ``(kind, index
+    within the kind)``. The placeholder rules hold per kind."""
+    src = _flat_ids(input_ids)
+    found: list[tuple[int, int, int]] = []  # (prompt index, kind, index in kind)
+    for kind, (token, between, patterns) in enumerate(kinds):
+        _, at = check_placeholders(src, token, len(patterns), between)
+        found += [(pos, kind, k) for k, pos in enumerate(at)]
+    found.sort()
+    order = [(kind, k) for _, kind, k in found]
+    patterns = [kinds[kind][2][k] for kind, k in order]
+    return TokenLayout(_placeholder_segments(len(src), [f[0] for f in found], patterns)), order
+
+
 def check_placeholders(
     input_ids: Sequence[int] | npt.NDArray[Any],
     placeholder_id: int,
@@ -307,6 +326,7 @@ __all__ = [
     "apply_layout",
     "check_placeholders",
     "layout_by_placeholder",
+    "layout_by_placeholder_kinds",
     "layout_by_placeholder_patterns",
     "placeholder_indices",
 ]

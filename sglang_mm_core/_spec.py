@@ -45,6 +45,15 @@ class Limits(_Strict):
     max_body_bytes: int = Field(
         67_108_864, gt=0, description="Most bytes of one HTTP request body (the server's cap)."
     )
+    max_video_frames: int = Field(
+        100_000, gt=0, description="Most frames one video's stream may hold (stated or read)."
+    )
+    max_video_duration_s: float = Field(
+        3 * 3600.0, gt=0, allow_inf_nan=False, description="Longest duration of one video."
+    )
+    max_video_decoded_bytes: int = Field(
+        8 * 2**30, gt=0, description="Most RGB bytes the frames sampled from one video decode to."
+    )
 
 
 class DecodeOptions(_Strict):

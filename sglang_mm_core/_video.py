@@ -140,6 +140,34 @@ def probe(data: bytes | bytearray | memoryview, limits: VideoLimits) -> VideoHea
     return header
 
 
+def count_frames(data: bytes | bytearray | memoryview, limits: VideoLimits) -> int:
+    """The first video stream's frames counted from its packets, without decoding a frame:
+    for a container that states no count (WebM, some Matroska), as qwen-vl-utils' exact
+    readers count them (one frame per non-empty packet); a `LimitError` past
+    ``limits.max_frames``."""
+    av = _av()
+    container = _open(data)
+    count = 0
+    try:
+        stream = _video_stream(container)
+        for packet in container.demux(stream):
+            if packet.size:
+                count += 1
+                if count > limits.max_frames:
+                    raise LimitError(
+                        f"the video has more than max_video_frames {limits.max_frames} frames",
+                        limit="max_video_frames",
+                        limit_value=limits.max_frames,
+                    )
+    except av.error.FFmpegError as e:
+        raise DecodeError(f"the video is corrupt at packet {count}: {e}", format="video") from None
+    finally:
+        container.close()
+    if count == 0:
+        raise DecodeError("the video stream holds no frame", format="video")
+    return count
+
+
 def iter_frames(
     data: bytes | bytearray | memoryview, indices: Iterable[int], limits: VideoLimits
 ) -> Iterator[tuple[int, npt.NDArray[np.uint8]]]:
@@ -221,4 +249,4 @@ def _decode(
     )
 
 
-__all__ = ["EXTRA", "VideoHeader", "VideoLimits", "iter_frames", "probe"]
+__all__ = ["EXTRA", "VideoHeader", "VideoLimits", "count_frames", "iter_frames", "probe"]

@@ -45,16 +45,22 @@ class MmError(Exception):
         values = {name: getattr(self, name, None) for name in self.field_names}
         return {k: v for k, v in values.items() if v is not None}
 
-    def at_item(self, item: int, source_kind: str | None = None) -> MmError:
-        """The same error, attributed to request item ``item`` (message prefixed once); every
-        other attribute (structured fields, status) is kept."""
+    #: Which list of the request ``item`` indexes: ``"image"`` or ``"video"``.
+    modality: str = "image"
+
+    def at_item(
+        self, item: int, source_kind: str | None = None, modality: str = "image"
+    ) -> MmError:
+        """The same error, attributed to item ``item`` of the request's ``modality`` list
+        (message prefixed once); every other attribute (structured fields, status) is kept."""
         kind = source_kind or self.source_kind
-        where = f"image {item}" + (f" ({kind})" if kind else "")
+        where = f"{modality} {item}" + (f" ({kind})" if kind else "")
         message = self.message if self.item is not None else f"{where}: {self.message}"
         out = type(self).__new__(type(self), message)
         out.__dict__.update(self.__dict__)
         Exception.__init__(out, message)
         out.message, out.item, out.source_kind = message, item, kind
+        out.modality = modality
         return out
 
 

@@ -10,6 +10,9 @@ form and the item itself from those two answers. The modules behind these names 
 
 - the contract: `Family`, `FamilyParams`, `DecodeDefaults`, `Plan`, `Placeholder`, `Size`,
   `DEFAULT_CONFORMANCE_SIZES`;
+- video, for a family whose ``modalities`` hold ``"video"``: `VideoHeader` (what
+  `Family.video_plan` reads), `VideoOptions` (a request's per-video options), `VideoPlan`
+  (what it answers) and `unsupported_option` (its error for an option it cannot honour);
 - the feature pipeline: `Features`, `Table` (and `hf_backend`, the one reading of a HF
   backend's name), `Part`, the writers `ChannelPlanes`, `Tiles`, `PatchRows`, `ChwPatches`,
   `HwcPatches`
@@ -21,8 +24,8 @@ form and the item itself from those two answers. The modules behind these names 
 - the entry point hook marker `hookimpl`;
 - the thread decision, for a family's own direct API: `resolve_threads`, `available_cores`;
 - the errors a family raises: `MmRequestError` and its `KernelArgumentError`, `LayoutError`,
-  `LimitError`, `DecodeError`; `SpecError` from ``spec_from_hf``; `PluginError`; `MmError`
-  is their root;
+  `LimitError`, `DecodeError`, `UnsupportedModalityError`; `SpecError` from
+  ``spec_from_hf``; `PluginError`; `MmError` is their root;
 - shared params field types and constants: `ChannelMean`, `ChannelStd`, `CLIP_MEAN` /
   `CLIP_STD`, `IMAGENET_STANDARD_MEAN` / `IMAGENET_STANDARD_STD`, `DEFAULT_MAX_PIXELS` /
   `DEFAULT_MAX_SIDE`, and `as_rgb` (the RGB uint8 check);
@@ -58,6 +61,8 @@ from ._plan import Placeholder, Plan
 from ._positions import MRope, Rope1D, mrope_positions
 from ._registry import hookimpl
 from ._threads import available_cores, resolve_threads
+from ._video import VideoHeader
+from ._video_items import VideoOptions, VideoPlan, unsupported_option
 from .common import (
     CLIP_MEAN,
     CLIP_STD,
@@ -76,6 +81,7 @@ from .errors import (
     MmRequestError,
     PluginError,
     SpecError,
+    UnsupportedModalityError,
 )
 
 __all__ = [
@@ -125,6 +131,10 @@ __all__ = [
     "Table",
     "Tensor",
     "Tiles",
+    "UnsupportedModalityError",
+    "VideoHeader",
+    "VideoOptions",
+    "VideoPlan",
     "Writer",
     "as_rgb",
     "available_cores",
@@ -133,4 +143,5 @@ __all__ = [
     "hookimpl",
     "mrope_positions",
     "resolve_threads",
+    "unsupported_option",
 ]

@@ -48,4 +48,4 @@ def test_frozen_equal_hashable_replace_and_pickle() -> None:
     assert out.rid is None and out.extra == {}
     back = pickle.loads(pickle.dumps(dataclasses.replace(out, rid="r")))
     assert back.rid == "r" and back.positions == out.positions
-    assert repr(g) == "Geometry(height=4, width=6, grid=(1, 2, 3))"
+    assert repr(g) == "Geometry(height=4, width=6, grid=(1, 2, 3), seconds_per_grid_t=None)"

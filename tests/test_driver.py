@@ -46,6 +46,7 @@ from sglang_mm_core.plugin import (
     Geometry,
     HwcPatches,
     Part,
+    Placeholder,
     Plan,
     Repeat,
     Table,
@@ -266,13 +267,31 @@ class VideoOnly(ToyFamily):
     name = "video_only"
     modalities = frozenset({"video"})
 
+    def video_placeholder(self) -> Placeholder:
+        return Placeholder(self.placeholder().token + 1)
 
-def test_unsupported_modality() -> None:
+
+def test_unsupported_modality(registry: Registry) -> None:
     reg = Registry()
     reg.register_family(VideoOnly)
     with pipeline_from_spec({"family": "video_only"}, registry=reg) as p:
         with pytest.raises(UnsupportedModalityError, match="does not accept images"):
             p.process(MmInput(prompt(1), [png_bytes(images(1)[0])]))
+    with pipe(registry) as p:
+        with pytest.raises(UnsupportedModalityError, match="does not accept videos"):
+            p.process(MmInput(prompt(0), videos=[b"not read"]))
+
+
+class VideoWithoutPlaceholder(ToyFamily):
+    name = "video_no_placeholder"
+    modalities = frozenset({"image", "video"})
+
+
+def test_a_video_family_states_its_placeholder() -> None:
+    reg = Registry()
+    reg.register_family(VideoWithoutPlaceholder)
+    with pytest.raises(PluginError, match="no video_placeholder"):
+        pipeline_from_spec({"family": "video_no_placeholder"}, registry=reg)
 
 
 def test_max_items_before_any_fetch(registry: Registry) -> None:

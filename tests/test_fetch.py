@@ -257,7 +257,7 @@ def test_empty_file(tmp_path: Path) -> None:
 
 def test_max_items_is_checked_before_any_fetch(tmp_path: Path) -> None:
     missing = str(tmp_path / "missing.png")  # would fail if it were fetched
-    with pytest.raises(LimitError, match=r"image 2: 3 image sources exceed limits.max_items \(2\)"):
+    with pytest.raises(LimitError, match=r"image 2: 3 media sources exceed limits.max_items \(2\)"):
         fetch_all([missing, missing, missing], policy=POLICY, limits=Limits(max_items=2))
 
 

@@ -27,7 +27,7 @@ PLUGIN_PACKAGES = sorted(ROOT.glob("plugins/*/sglang_mm_*"))
 PLUGIN_TESTS = sorted(ROOT.glob("plugins/*/tests/*.py"))
 #: Names both fronts offer by design: what an answer carries (and a family produces), and
 #: the errors both audiences catch.
-SHARED = {"CompactTensor", "Geometry", "MRope", "Rope1D", "Tensor"}
+SHARED = {"CompactTensor", "Geometry", "MRope", "Rope1D", "Tensor", "VideoOptions"}
 
 
 def _core_modules() -> list[str]:

@@ -49,8 +49,10 @@ def fetch_one(
     limits: Limits,
     item: int = 0,
     budget: Budget | None = None,
+    modality: str = "image",
 ) -> Fetched:
-    """Fetch request item `item`, charged to `budget` (a fresh one for this item if None)."""
+    """Fetch request item `item` (of its ``modality``'s list), charged to `budget` (a fresh
+    one for this item if None)."""
     kind = source_kind(source)
     if budget is None:
         budget = Budget(limits)
@@ -58,7 +60,7 @@ def fetch_one(
         budget.take_item()
         return Fetched(_fetch(source, kind, policy, budget), kind)
     except MmError as err:
-        raise err.at_item(item, kind) from None
+        raise err.at_item(item, kind, modality) from None
 
 
 def _fetch(source: Source, kind: str, policy: FetchPolicy, budget: Budget) -> Buffer:
@@ -78,23 +80,37 @@ def _fetch(source: Source, kind: str, policy: FetchPolicy, budget: Budget) -> Bu
     )
 
 
-def fetch_all(sources: Sequence[Source], *, policy: FetchPolicy, limits: Limits) -> list[Fetched]:
+def fetch_all(
+    sources: Sequence[Source],
+    *,
+    policy: FetchPolicy,
+    limits: Limits,
+    n_images: int | None = None,
+) -> list[Fetched]:
     """Fetch every source of one request in order under one budget; the item count is checked
-    before anything is fetched, and the first failure ends the request."""
+    before anything is fetched, and the first failure ends the request. With ``n_images``,
+    the sources past the first ``n_images`` are the request's videos, and their errors name
+    them so (``video 0``)."""
     if isinstance(sources, (str, bytes, bytearray, memoryview)):
         raise FetchError("sources must be a list of sources, not a single string or buffer")
     if len(sources) > limits.max_items:
         raise LimitError(
-            f"{len(sources)} image sources exceed limits.max_items ({limits.max_items})"
+            f"{len(sources)} media sources exceed limits.max_items ({limits.max_items})"
         ).at_item(limits.max_items)
     fast = _all_in_memory(sources, limits)
     if fast is not None:
         return fast
     budget = Budget(limits)
+    first_video = len(sources) if n_images is None else n_images
     out = []
     for k, source in enumerate(sources):
         check_cancelled()  # between sources: a cancelled request fetches nothing more
-        out.append(fetch_one(source, policy=policy, limits=limits, item=k, budget=budget))
+        item, modality = (k, "image") if k < first_video else (k - first_video, "video")
+        out.append(
+            fetch_one(
+                source, policy=policy, limits=limits, item=item, budget=budget, modality=modality
+            )
+        )
     return out
 
 

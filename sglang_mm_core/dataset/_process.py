@@ -101,7 +101,7 @@ class Processor:
             ids = pipe._check(req)
             if self.count_only:
                 pipe._check_prompt(ids, len(req.images))
-            return pipe._fetch(req)
+            return [(src.data, src.kind) for src in pipe._fetch(req)]
         except MmError as e:
             return e
 

@@ -18,6 +18,7 @@ from sglang_mm_core import plugin as mm
 
 from .params import QwenVLParams
 from .sizes import smart_resize
+from .video_plan import plan_video
 
 
 class QwenVLFamily(mm.Family[QwenVLParams]):
@@ -29,6 +30,7 @@ class QwenVLFamily(mm.Family[QwenVLParams]):
     decode_defaults: ClassVar[mm.DecodeDefaults] = mm.DecodeDefaults(
         alpha="white", exif_orientation=True
     )
+    modalities: ClassVar[frozenset[str]] = frozenset({"image", "video"})
 
     def plan(self, width: int, height: int) -> mm.Plan:
         """`smart_resize`'s size, its unmerged patch grid ``(1, gh, gw)``, and one image token
@@ -49,12 +51,23 @@ class QwenVLFamily(mm.Family[QwenVLParams]):
             pass_order=p.pil_pass_order,
         )
 
+    def video_plan(self, video: mm.VideoHeader, options: mm.VideoOptions) -> mm.VideoPlan:
+        """The sampled frames, their one size and the grid, by the params' ``video_sampling``
+        reference (`video_plan.plan_video`)."""
+        return plan_video(self.params, video, options)
+
     def placeholder(self) -> mm.Placeholder:
         """Under ``strict_layout`` each placeholder must be ``vision_start, image,
         vision_end``, as HF's chat template writes it."""
+        return mm.Placeholder(self.params.image_token_id, between=self._markers())
+
+    def video_placeholder(self) -> mm.Placeholder:
+        """``vision_start, video, vision_end`` under ``strict_layout``."""
+        return mm.Placeholder(self.params.video_token_id, between=self._markers())
+
+    def _markers(self) -> tuple[int, int] | None:
         p = self.params
-        markers = (p.vision_start_token_id, p.vision_end_token_id) if p.strict_layout else None
-        return mm.Placeholder(p.image_token_id, between=markers)
+        return (p.vision_start_token_id, p.vision_end_token_id) if p.strict_layout else None
 
     def aux(self, plan: mm.Plan) -> Mapping[str, mm.Tensor]:
         grid = np.array([plan.geometry.grid], dtype=np.int64)
@@ -69,7 +82,20 @@ class QwenVLFamily(mm.Family[QwenVLParams]):
     ) -> mm.MRope:
         m = self.params.merge_size
         grids = [(g.grid[0], g.grid[1] // m, g.grid[2] // m) for g in geometries]
-        return mm.mrope_positions(length, offsets, grids)
+        if all(g.seconds_per_grid_t is None for g in geometries):
+            return mm.mrope_positions(length, offsets, grids)
+        steps = [self._time_step(g.seconds_per_grid_t) for g in geometries]
+        return mm.mrope_positions(length, offsets, grids, time_intervals=steps)
+
+    def _time_step(self, seconds: float | None) -> float | None:
+        """A video's step between temporal positions: 1 for Qwen2-VL; Qwen2.5-VL's
+        ``second_per_grid_t * tokens_per_second``, in float32 as its model computes it."""
+        if seconds is None:
+            return None
+        p = self.params
+        if p.generation != "qwen2_5_vl":
+            return 1.0
+        return float(np.float32(p.tokens_per_second) * np.float32(seconds))
 
     def rejected_conformance_sizes(self) -> tuple[mm.Size, ...]:
         """Aspect ratio 200 is the largest HF accepts, whatever the params; 201 is refused (a

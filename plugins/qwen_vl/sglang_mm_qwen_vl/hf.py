@@ -160,6 +160,34 @@ def _geometry(pp: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, int
     return out
 
 
+#: The video rules of each model type (Qwen3.5 follows Qwen3-VL's).
+_GENERATION = {
+    "qwen2_vl": "qwen2_vl",
+    "qwen2_5_vl": "qwen2_5_vl",
+    "qwen3_vl": "qwen3_vl",
+    "qwen3_vl_moe": "qwen3_vl",
+    "qwen3_5": "qwen3_vl",
+    "qwen3_5_moe": "qwen3_vl",
+}
+
+
+def _video(model_type: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The video params config.json states (the generation, the video token, Qwen2.5-VL's
+    tokens per second); the sampling settings keep transformers' video processor defaults."""
+    generation = _GENERATION[model_type]
+    out: dict[str, Any] = {"generation": generation}
+    for scope in (config, _sub(config, "text_config"), _sub(config, "vision_config")):
+        if scope.get("video_token_id") is not None:
+            out["video_token_id"] = scope["video_token_id"]
+            break
+    tps = _sub(config, "vision_config").get("tokens_per_second")
+    if generation == "qwen2_5_vl" and tps is not None:
+        out["tokens_per_second"] = tps
+    if generation == "qwen3_vl":
+        out |= {"video_min_pixels": 128 * 32 * 32, "video_max_pixels": 768 * 32 * 32}
+    return out
+
+
 def spec_from_hf(
     model: ModelDir | str | Path | Mapping[str, Mapping[str, Any]], *, resample: str = "aten_u8"
 ) -> dict[str, Any]:
@@ -189,6 +217,7 @@ def spec_from_hf(
         **_token_ids(cfg),
         "resample": resample,
         "smart_resize": "hf",
+        **_video(model_type, cfg),
     }
     try:
         validated = QwenVLParams.model_validate(params)

@@ -53,6 +53,36 @@ class QwenVLParams(FamilyParams):
     strict_layout: bool = Field(
         True, description="Each placeholder must sit between vision_start and vision_end."
     )
+    # -- video (docs/families/qwen_vl.md, "Video") ------------------------------------------
+    generation: Literal["qwen2_vl", "qwen2_5_vl", "qwen3_vl"] = Field(
+        "qwen2_vl",
+        description="The model generation, whose video rules apply (Qwen3.5: qwen3_vl).",
+    )
+    video_token_id: int = Field(151656, ge=0, description="The video placeholder token.")
+    video_sampling: Literal["hf", "qwen_vl_utils", "none"] = Field(
+        "hf",
+        description="Frame sampling: transformers' sample_frames, qwen-vl-utils', or every frame.",
+    )
+    video_fps: float | None = Field(
+        2.0, gt=0, allow_inf_nan=False, description="Frames per second sampled (hf sampling)."
+    )
+    video_num_frames: int | None = Field(
+        None, gt=0, description="Frames sampled instead of video_fps (hf sampling)."
+    )
+    video_min_frames: int = Field(4, gt=0, description="Fewest frames fps sampling takes (hf).")
+    video_max_frames: int = Field(768, gt=0, description="Most frames fps sampling takes (hf).")
+    video_min_pixels: int = Field(
+        128 * 28 * 28, gt=0, le=_MAX_EXACT, description="Per-frame lower bound (Qwen3: 128*32*32)."
+    )
+    video_max_pixels: int = Field(
+        768 * 28 * 28, gt=0, le=_MAX_EXACT, description="Per-frame upper bound (Qwen3: 768*32*32)."
+    )
+    video_cap_pixels_per_frame: bool = Field(
+        False, description="transformers' cap_pixels_per_frame (hf sampling)."
+    )
+    tokens_per_second: int = Field(
+        2, gt=0, description="Qwen2.5-VL's temporal positions per second of video."
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> QwenVLParams:
@@ -60,13 +90,23 @@ class QwenVLParams(FamilyParams):
             raise ValueError(
                 f"min_pixels ({self.min_pixels}) must not exceed max_pixels ({self.max_pixels})"
             )
+        if self.video_min_pixels > self.video_max_pixels:
+            raise ValueError(
+                f"video_min_pixels ({self.video_min_pixels}) must not exceed video_max_pixels "
+                f"({self.video_max_pixels})"
+            )
+        if self.video_fps is not None and self.video_num_frames is not None:
+            raise ValueError("video_fps and video_num_frames are exclusive: set one to null")
         ids = {
             "image_token_id": self.image_token_id,
+            "video_token_id": self.video_token_id,
             "vision_start_token_id": self.vision_start_token_id,
             "vision_end_token_id": self.vision_end_token_id,
         }
         if len(set(ids.values())) != len(ids):
-            raise ValueError(f"image, vision_start and vision_end token ids must differ: {ids}")
+            raise ValueError(
+                f"image, video, vision_start and vision_end token ids must differ: {ids}"
+            )
         return self
 
     @property
@@ -75,18 +115,22 @@ class QwenVLParams(FamilyParams):
         return self.patch_size * self.merge_size
 
 
-QWEN2_VL: dict[str, Any] = {}  # the defaults; Qwen2.5-VL uses the same values
-QWEN2_5_VL: dict[str, Any] = {}
+QWEN2_VL: dict[str, Any] = {}  # the defaults
+QWEN2_5_VL: dict[str, Any] = {"generation": "qwen2_5_vl"}  # the image values are Qwen2-VL's
 QWEN3_VL: dict[str, Any] = {
+    "generation": "qwen3_vl",
     "patch_size": 16,
     "min_pixels": 65536,
     "max_pixels": 16777216,
     "image_mean": IMAGENET_STANDARD_MEAN,
     "image_std": IMAGENET_STANDARD_STD,
+    "video_min_pixels": 128 * 32 * 32,
+    "video_max_pixels": 768 * 32 * 32,
 }
 QWEN3_5: dict[str, Any] = {
     **QWEN3_VL,
     "image_token_id": 248056,
+    "video_token_id": 248057,
     "vision_start_token_id": 248053,
     "vision_end_token_id": 248054,
 }

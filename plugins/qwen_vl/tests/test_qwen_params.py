@@ -103,4 +103,4 @@ def test_bad_params_in_a_spec_are_a_spec_error():
 def test_decode_defaults_follow_hf_load_image():
     assert QwenVLFamily.decode_defaults.alpha == "white"
     assert QwenVLFamily.decode_defaults.exif_orientation is True
-    assert QwenVLFamily.modalities == frozenset({"image"})
+    assert QwenVLFamily.modalities == frozenset({"image", "video"})

@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sglang_mm_qwen_vl import QWEN2_VL, QWEN3_5, QWEN3_VL, QwenVLFamily, QwenVLParams, spec_from_hf
+from sglang_mm_qwen_vl import (
+    QWEN2_5_VL,
+    QWEN2_VL,
+    QWEN3_5,
+    QWEN3_VL,
+    QwenVLFamily,
+    QwenVLParams,
+    spec_from_hf,
+)
 
 from sglang_mm_core import Registry, load_spec
 from sglang_mm_core.errors import SpecError
@@ -159,7 +167,7 @@ QWEN3_5_CONFIG = {
 
 MODELS = {
     "qwen2_vl": (QWEN2_VL_PP, QWEN2_VL_CONFIG, QWEN2_VL),
-    "qwen2_5_vl": (QWEN2_5_VL_PP, QWEN2_5_VL_CONFIG, QWEN2_VL),
+    "qwen2_5_vl": (QWEN2_5_VL_PP, QWEN2_5_VL_CONFIG, QWEN2_5_VL),
     "qwen3_vl": (QWEN3_VL_PP, QWEN3_VL_CONFIG, QWEN3_VL),
     "qwen3_5": (QWEN3_5_PP, QWEN3_5_CONFIG, QWEN3_5),
 }
