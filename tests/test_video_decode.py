@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import sys
 import time
-from fractions import Fraction
 from pathlib import Path
 
 import av
@@ -20,58 +19,10 @@ from transformers.video_utils import read_video_pyav
 
 from sglang_mm_core._video import VideoLimits, iter_frames, probe
 from sglang_mm_core.common import DEFAULT_MAX_PIXELS, DEFAULT_MAX_SIDE
+from sglang_mm_core.conformance.video import make_clip
 from sglang_mm_core.errors import DecodeError, LimitError
 
 LIMITS = VideoLimits(max_pixels=DEFAULT_MAX_PIXELS, max_side=DEFAULT_MAX_SIDE)
-
-
-def _frames(w: int, h: int, n: int, seed: int) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    yy, xx = np.mgrid[0:h, 0:w]
-    out = []
-    for k in range(n):
-        base = np.stack([(xx * 4 + k * 9) % 256, (yy * 3 + k * 5) % 256, (xx + yy + k) % 256], -1)
-        noise = rng.integers(-20, 21, (h, w, 3))
-        out.append(np.clip(base + noise, 0, 255).astype(np.uint8))
-    return out
-
-
-def make_clip(
-    codec: str,
-    w: int,
-    h: int,
-    n: int,
-    *,
-    fmt: str = "mp4",
-    pix_fmt: str = "yuv420p",
-    rate: int = 25,
-    vfr: bool = False,
-    seed: int = 0,
-) -> bytes:
-    """An ``n``-frame clip of moving gradients plus noise, encoded by PyAV."""
-    buf = io.BytesIO()
-    with av.open(buf, mode="w", format=fmt) as out:
-        stream = out.add_stream(codec, rate=rate)
-        stream.width, stream.height, stream.pix_fmt = w, h, pix_fmt
-        if codec == "libx264":
-            stream.options = {"preset": "ultrafast"}
-        if codec == "libx265":
-            stream.options = {"preset": "ultrafast", "x265-params": "log-level=error"}
-        if codec == "libsvtav1":
-            stream.options = {"preset": "11"}
-        if vfr:
-            stream.time_base = Fraction(1, 1000)
-        pts = 0
-        for k, rgb in enumerate(_frames(w, h, n, seed)):
-            frame = av.VideoFrame.from_ndarray(rgb, format="rgb24")
-            if vfr:
-                frame.pts, frame.time_base = pts, Fraction(1, 1000)
-                pts += (40, 15, 90)[k % 3]
-            for packet in stream.encode(frame):
-                out.mux(packet)
-        for packet in stream.encode():
-            out.mux(packet)
-    return buf.getvalue()
 
 
 CLIPS = {

@@ -1,0 +1,74 @@
+"""Generated test clips: moving gradients plus noise, encoded by PyAV's own encoders (the extra
+``sglang-mm-core[video]``). It exists so that video tests, ours and plugin authors', make their
+clips rather than download them: the same arguments give the same bytes with the same (pinned)
+PyAV, so a golden can name a clip by its recipe and the SHA-256 of its bytes."""
+
+from __future__ import annotations
+
+import io
+from fractions import Fraction
+
+import numpy as np
+import numpy.typing as npt
+
+
+def clip_frames(w: int, h: int, n: int, seed: int = 0) -> list[npt.NDArray[np.uint8]]:
+    """The ``n`` RGB uint8 ``[h, w, 3]`` frames `make_clip` encodes."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:h, 0:w]
+    out = []
+    for k in range(n):
+        base = np.stack([(xx * 4 + k * 9) % 256, (yy * 3 + k * 5) % 256, (xx + yy + k) % 256], -1)
+        noise = rng.integers(-20, 21, (h, w, 3))
+        out.append(np.clip(base + noise, 0, 255).astype(np.uint8))
+    return out
+
+
+def make_clip(
+    codec: str,
+    w: int,
+    h: int,
+    n: int,
+    *,
+    fmt: str = "mp4",
+    pix_fmt: str = "yuv420p",
+    rate: int = 25,
+    vfr: bool = False,
+    seed: int = 0,
+) -> bytes:
+    """An ``n``-frame ``w x h`` clip of `clip_frames`, encoded with ``codec`` (``libx264``,
+    ``libx265``, ``libvpx-vp9``, ``libsvtav1``, ``mpeg4``, ...) into ``fmt``; ``vfr`` spaces
+    the frames 40, 15 and 90 ms apart in turn. Deterministic for a given PyAV build:
+    single-threaded encoders and a bit-exact muxer (no random Matroska UIDs, no version tag),
+    so the same PyAV gives the same bytes on any machine."""
+    import av
+
+    buf = io.BytesIO()
+    with av.open(buf, mode="w", format=fmt, options={"fflags": "+bitexact"}) as out:
+        stream = out.add_stream(codec, rate=rate)
+        if not isinstance(stream, av.VideoStream):
+            raise ValueError(f"{codec!r} is not a video encoder")
+        stream.width, stream.height, stream.pix_fmt = w, h, pix_fmt
+        stream.thread_count = 1
+        if codec == "libx264":
+            stream.options = {"preset": "ultrafast", "threads": "1"}
+        if codec == "libx265":
+            stream.options = {"preset": "ultrafast", "x265-params": "log-level=error:pools=none"}
+        if codec == "libsvtav1":
+            stream.options = {"preset": "11", "svtav1-params": "lp=1"}
+        if vfr:
+            stream.time_base = Fraction(1, 1000)
+        pts = 0
+        for k, rgb in enumerate(clip_frames(w, h, n, seed)):
+            frame = av.VideoFrame.from_ndarray(rgb, format="rgb24")
+            if vfr:
+                frame.pts, frame.time_base = pts, Fraction(1, 1000)
+                pts += (40, 15, 90)[k % 3]
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return buf.getvalue()
+
+
+__all__ = ["clip_frames", "make_clip"]
