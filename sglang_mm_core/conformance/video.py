@@ -38,9 +38,9 @@ def make_clip(
 ) -> bytes:
     """An ``n``-frame ``w x h`` clip of `clip_frames`, encoded with ``codec`` (``libx264``,
     ``libx265``, ``libvpx-vp9``, ``libsvtav1``, ``mpeg4``, ...) into ``fmt``; ``vfr`` spaces
-    the frames 40, 15 and 90 ms apart in turn. Deterministic for a given PyAV build:
-    single-threaded encoders and a bit-exact muxer (no random Matroska UIDs, no version tag),
-    so the same PyAV gives the same bytes on any machine."""
+    the frames 40, 15 and 90 ms apart in turn (millisecond timestamps, in MP4 too).
+    Deterministic for a given PyAV build: single-threaded encoders and a bit-exact muxer (no
+    random Matroska UIDs, no version tag), so the same PyAV gives the same bytes anywhere."""
     import av
 
     buf = io.BytesIO()
@@ -57,7 +57,7 @@ def make_clip(
         if codec == "libsvtav1":
             stream.options = {"preset": "11", "svtav1-params": "lp=1"}
         if vfr:
-            stream.time_base = Fraction(1, 1000)
+            stream.time_base = stream.codec_context.time_base = Fraction(1, 1000)
         pts = 0
         for k, rgb in enumerate(clip_frames(w, h, n, seed)):
             frame = av.VideoFrame.from_ndarray(rgb, format="rgb24")
