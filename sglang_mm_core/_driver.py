@@ -460,20 +460,14 @@ class Pipeline:
             )
         fam = self.family
         if videos and not self._takes_videos:
-            raise UnsupportedModalityError(
-                f"family {fam.name!r} does not accept videos (it accepts: "
-                f"{', '.join(sorted(fam.modalities)) or 'nothing'})"
-            )
+            raise self._refused("videos")
         n = len(request.images)
         if n == 0 and self._needs_images:
             raise MmRequestError(
                 f"request without image sources: family {fam.name!r} needs at least one image"
             )
         if n and not self._takes_images:
-            raise UnsupportedModalityError(
-                f"family {fam.name!r} does not accept images (it accepts: "
-                f"{', '.join(sorted(fam.modalities)) or 'nothing'})"
-            )
+            raise self._refused("images")
         max_items = self._max_items
         if n + len(videos) > max_items:
             what = f"{n} image(s)" + (f" and {len(videos)} video(s)" if videos else "")
@@ -484,6 +478,13 @@ class Pipeline:
                 value=n + len(videos),
             )
         return ids
+
+    def _refused(self, what: str) -> UnsupportedModalityError:
+        fam = self.family
+        return UnsupportedModalityError(
+            f"family {fam.name!r} does not accept {what} (it accepts: "
+            f"{', '.join(sorted(fam.modalities)) or 'nothing'})"
+        )
 
     def _fetch(self, request: MmInput) -> list[_Src]:
         """The request's images, then its videos, fetched under one budget."""

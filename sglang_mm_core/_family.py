@@ -278,14 +278,7 @@ class Family(ABC, Generic[P]):
     def _compiled(self) -> _Built:
         built = self._built
         if built is None:
-            features = self.features()
-            if not isinstance(features, Features) or not isinstance(features.writer, Writer):
-                raise PluginError(
-                    f"family {self.name!r}: features() returned {type(features).__name__}, "
-                    "not Features with a writer"
-                )
-            if features.table is not None and not isinstance(features.table, Table):
-                raise PluginError(f"family {self.name!r}: features().table is not a Table")
+            features = self._checked_features(self.features(), "features")
             placeholder = self.placeholder()
             if not isinstance(placeholder, Placeholder):
                 raise PluginError(
@@ -296,16 +289,23 @@ class Family(ABC, Generic[P]):
             self._built = built
         return built
 
+    def _checked_features(self, features: Any, hook: str) -> Features:
+        """What a features hook returned, checked to be `Features` with a writer (and a
+        `Table`, when it has one), else a `PluginError` naming the hook."""
+        if not isinstance(features, Features) or not isinstance(features.writer, Writer):
+            raise PluginError(
+                f"family {self.name!r}: {hook}() returned {type(features).__name__}, "
+                "not Features with a writer"
+            )
+        if features.table is not None and not isinstance(features.table, Table):
+            raise PluginError(f"family {self.name!r}: {hook}().table is not a Table")
+        return features
+
     def _video_compiled(self) -> tuple[Features, Any]:
         """The video features and their native recipe, built once."""
         got: tuple[Features, Any] | None = self.__dict__.get("_video_built")
         if got is None:
-            features = self.video_features()
-            if not isinstance(features, Features) or not isinstance(features.writer, Writer):
-                raise PluginError(
-                    f"family {self.name!r}: video_features() returned "
-                    f"{type(features).__name__}, not Features with a writer"
-                )
+            features = self._checked_features(self.video_features(), "video_features")
             got = (features, features.recipe())
             self.__dict__["_video_built"] = got
         return got

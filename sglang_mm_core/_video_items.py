@@ -96,15 +96,15 @@ class VideoPlan:
     aux: Mapping[str, Tensor] = field(default_factory=dict)
 
 
-def video_limits(limits: Limits, deadline: float | None = None) -> VideoLimits:
-    """A spec's limits as the video decoder checks them."""
+def video_limits(limits: Limits) -> VideoLimits:
+    """A spec's limits as the video decoder checks them (the request's deadline reaches the
+    decode loop through its cancel scope)."""
     return VideoLimits(
         max_pixels=limits.max_image_pixels,
         max_side=limits.max_image_side,
         max_frames=limits.max_video_frames,
         max_duration_s=limits.max_video_duration_s,
         max_decoded_bytes=limits.max_video_decoded_bytes,
-        deadline=deadline,
     )
 
 
