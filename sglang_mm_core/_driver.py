@@ -26,6 +26,7 @@ from ._plan import Placeholder, Plan
 from ._positions import MRope, Rope1D
 from ._spec import ResolvedSpec, Spec, load_spec
 from ._threads import resolve_threads
+from ._video import check_decoded_bytes
 from ._video_items import (
     VideoOptions,
     checked_video_plan,
@@ -421,8 +422,11 @@ class Pipeline:
     def _video_plan_of_header(
         self, data: bytes | bytearray | memoryview, options: VideoOptions
     ) -> Plan:
-        header = header_of(data, video_limits(self.spec.spec.limits), count=False)
-        return self._call(checked_video_plan, self.family, header, options).plan
+        limits = video_limits(self.spec.spec.limits)
+        header = header_of(data, limits, count=False)
+        vplan = self._call(checked_video_plan, self.family, header, options)
+        check_decoded_bytes(header, len(set(vplan.indices)), limits)
+        return vplan.plan
 
     def check_prompt(self, input_ids: Any, n_items: int, n_videos: int = 0) -> None:
         """Refuse, with a `LayoutError`, a prompt whose placeholders do not fit ``n_items``
@@ -431,11 +435,11 @@ class Pipeline:
         self._check_prompt(_as_ids(input_ids), n_items, n_videos)
 
     def _check_prompt(self, ids: npt.NDArray[np.int64], n_items: int, n_videos: int = 0) -> None:
-        ph = self._placeholder
-        check_placeholders(ids, ph.token, n_items, ph.between)
-        vph = self._video_placeholder
+        ph, vph = self._placeholder, self._video_placeholder
+        what = "media" if vph is None else "image"  # name the kind where there are two
+        check_placeholders(ids, ph.token, n_items, ph.between, what=what)
         if vph is not None:
-            check_placeholders(ids, vph.token, n_videos, vph.between)
+            check_placeholders(ids, vph.token, n_videos, vph.between, what="video")
 
     # -- steps -----------------------------------------------------------------------------
     def _call(self, fn: Callable[..., R], *args: Any) -> R:
@@ -477,6 +481,8 @@ class Pipeline:
                 limit_value=max_items,
                 value=n + len(videos),
             )
+        if videos:  # decoding a video costs far more than this scan: refuse a bad prompt first
+            self._check_prompt(ids, n, len(videos))
         return ids
 
     def _refused(self, what: str) -> UnsupportedModalityError:

@@ -239,17 +239,19 @@ def check_placeholders(
     placeholder_id: int,
     n_items: int,
     between: tuple[int, int] | None = None,
+    *,
+    what: str = "media",
 ) -> tuple[npt.NDArray[np.int64], list[int]]:
     """The prompt as int64 and its placeholders' indices, after the placeholder rules: one
     placeholder per item, each directly ``between`` its markers when given; else a
-    `LayoutError` naming what is wrong. What the layout applies and what token counting
-    applies before any image is decoded."""
-    src, at = _placeholders(input_ids, placeholder_id, n_items)
+    `LayoutError` naming what is wrong (``what``: the items' name in it, e.g. ``"video"``).
+    What the layout applies and what token counting applies before any item is decoded."""
+    src, at = _placeholders(input_ids, placeholder_id, n_items, what)
     if between is not None:
         bad = _first_unwrapped(src, at, between)
         if bad is not None:
             raise LayoutError(
-                f"media placeholder {bad} (token {at[bad]}, id {placeholder_id}) is not "
+                f"{what} placeholder {bad} (token {at[bad]}, id {placeholder_id}) is not "
                 f"directly between ids {between[0]} and {between[1]}"
             )
     return src, at
@@ -289,13 +291,15 @@ def _flat_ids(input_ids: Sequence[int] | npt.NDArray[Any]) -> npt.NDArray[np.int
 
 
 def _placeholders(
-    input_ids: Sequence[int] | npt.NDArray[Any], token: int, n_items: int
+    input_ids: Sequence[int] | npt.NDArray[Any], token: int, n_items: int, what: str = "media"
 ) -> tuple[npt.NDArray[np.int64], list[int]]:
     """The prompt as int64 and its placeholders' indices, one per item or a `LayoutError`."""
     src = _flat_ids(input_ids)
     at = _indices(src, token)
     if len(at) != n_items:
-        raise LayoutError(f"prompt has {len(at)} media placeholder(s) but {n_items} media item(s)")
+        raise LayoutError(
+            f"prompt has {len(at)} {what} placeholder(s) but {n_items} {what} item(s)"
+        )
     return src, at
 
 

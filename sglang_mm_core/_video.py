@@ -168,6 +168,20 @@ def count_frames(data: bytes | bytearray | memoryview, limits: VideoLimits) -> i
     return count
 
 
+def check_decoded_bytes(header: VideoHeader, frames: int, limits: VideoLimits) -> None:
+    """Refuse ``frames`` distinct frames of ``header``'s size over the decoded-bytes limit:
+    decoding checks it, and so does a token count (which must refuse what decoding would)."""
+    size = header.width * header.height * 3 * frames
+    if size > limits.max_decoded_bytes:
+        raise LimitError(
+            f"{frames} frames of {header.width}x{header.height} decode to {size} bytes, over "
+            f"max_video_decoded_bytes {limits.max_decoded_bytes}",
+            limit="max_video_decoded_bytes",
+            limit_value=limits.max_decoded_bytes,
+            value=size,
+        )
+
+
 def iter_frames(
     data: bytes | bytearray | memoryview, indices: Iterable[int], limits: VideoLimits
 ) -> Iterator[tuple[int, npt.NDArray[np.uint8]]]:
@@ -186,16 +200,7 @@ def iter_frames(
         stream = _video_stream(container)
         header = _header(container, stream)
         _check(header, limits)
-        frame_bytes = header.width * header.height * 3
-        if len(wanted) * frame_bytes > limits.max_decoded_bytes:
-            raise LimitError(
-                f"{len(wanted)} frames of {header.width}x{header.height} decode to "
-                f"{len(wanted) * frame_bytes} bytes, over max_video_decoded_bytes "
-                f"{limits.max_decoded_bytes}",
-                limit="max_video_decoded_bytes",
-                limit_value=limits.max_decoded_bytes,
-                value=len(wanted) * frame_bytes,
-            )
+        check_decoded_bytes(header, len(wanted), limits)
         stream.thread_type = "AUTO"
         yield from _decode(av, container, stream, header, wanted, limits)
     finally:
