@@ -35,6 +35,7 @@ CLIPS = {
     "one-frame": dict(codec="libx264", w=32, h=32, n=1),
     "two-frames": dict(codec="libx264", w=32, h=32, n=2),
     "vfr": dict(codec="libx264", w=32, h=32, n=9, vfr=True, fmt="matroska"),
+    "rotated-90": dict(codec="libx264", w=64, h=48, n=4, rotation=90),
 }
 
 
@@ -68,6 +69,21 @@ def test_frames_equal_read_video_pyav(tmp_path: Path, name: str) -> None:
         header.frames is None and not meta.total_num_frames
     )
     assert header.fps == meta.fps
+
+
+@pytest.mark.parametrize("rotation", [90, 180, 270])
+def test_rotation_is_not_applied(rotation: int) -> None:
+    """The rule: a display matrix is not applied (transformers' ``read_video_pyav``, whose
+    frames ``test_frames_equal_read_video_pyav`` matches on the rotated clip, ignores it):
+    frames and header keep the stored orientation. The clip does carry the side data."""
+    data = make_clip("libx264", 64, 48, 2, rotation=rotation)
+    with av.open(io.BytesIO(data)) as container:
+        first = next(container.decode(video=0))
+    assert first.rotation == {90: -90, 180: -180, 270: 90}[rotation]  # FFmpeg: counter-clockwise
+    header = probe(data, LIMITS)
+    assert (header.width, header.height) == (64, 48)
+    for _, rgb in iter_frames(data, [0, 1], LIMITS):
+        assert rgb.shape == (48, 64, 3)
 
 
 def test_repeated_indices_give_one_frame_each(tmp_path: Path) -> None:

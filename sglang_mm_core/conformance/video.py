@@ -35,10 +35,13 @@ def make_clip(
     rate: int = 25,
     vfr: bool = False,
     seed: int = 0,
+    rotation: int = 0,
 ) -> bytes:
     """An ``n``-frame ``w x h`` clip of `clip_frames`, encoded with ``codec`` (``libx264``,
     ``libx265``, ``libvpx-vp9``, ``libsvtav1``, ``mpeg4``, ...) into ``fmt``; ``vfr`` spaces
-    the frames 40, 15 and 90 ms apart in turn (millisecond timestamps, in MP4 too).
+    the frames 40, 15 and 90 ms apart in turn (millisecond timestamps, in MP4 too);
+    ``rotation`` (0, 90, 180 or 270 degrees, MP4 only) writes it into the track header's
+    display matrix, which FFmpeg reads as the stream's display-matrix side data.
     Deterministic for a given PyAV build: single-threaded encoders and a bit-exact muxer (no
     random Matroska UIDs, no version tag), so the same PyAV gives the same bytes anywhere."""
     import av
@@ -68,7 +71,30 @@ def make_clip(
                 out.mux(packet)
         for packet in stream.encode():
             out.mux(packet)
-    return buf.getvalue()
+    data = buf.getvalue()
+    return _rotated(data, rotation) if rotation else data
+
+
+#: The track header's display matrix (16.16 fixed point, then 2.30) per clockwise rotation.
+_MATRICES = {
+    90: (0, 1 << 16, 0, -(1 << 16), 0, 0, 0, 0, 1 << 30),
+    180: (-(1 << 16), 0, 0, 0, -(1 << 16), 0, 0, 0, 1 << 30),
+    270: (0, -(1 << 16), 0, 1 << 16, 0, 0, 0, 0, 1 << 30),
+}
+
+
+def _rotated(data: bytes, rotation: int) -> bytes:
+    """An MP4 whose one track header carries the display matrix of ``rotation``: muxers no
+    longer write one from a ``rotate`` tag, so the header is patched in place (version-0
+    ``tkhd``: the matrix sits 40 bytes after the box type)."""
+    if rotation not in _MATRICES:
+        raise ValueError(f"rotation must be 0, 90, 180 or 270, not {rotation!r}")
+    at = data.find(b"tkhd")
+    if at < 0 or data[at + 4] != 0 or data.find(b"tkhd", at + 4) >= 0:
+        raise ValueError("rotation needs an MP4 with one version-0 track header (fmt='mp4')")
+    matrix = b"".join(v.to_bytes(4, "big", signed=True) for v in _MATRICES[rotation])
+    start = at + 4 + 40
+    return data[:start] + matrix + data[start + 36 :]
 
 
 __all__ = ["clip_frames", "make_clip"]
