@@ -194,3 +194,61 @@ def test_mutated_clips_through_the_request_path() -> None:
                 assert item.feature.array.shape[0] == t * gh * gw
                 assert len(out.input_ids) == len(ONE) - 1 + item.tokens
     assert answered and refused_n  # both outcomes were reached
+
+
+def _mutations(data: bytes, rng: np.random.Generator, n: int) -> list[bytes]:
+    """Flipped bytes, cuts, a duplicated chunk and a zeroed run, over one real clip."""
+    out = [data[: int(cut)] for cut in rng.integers(1, len(data), n // 4)]
+    for _ in range(n - len(out)):
+        blob = bytearray(data)
+        kind = int(rng.integers(0, 3))
+        if kind == 0:
+            for pos in rng.integers(0, len(blob), int(rng.integers(1, 32))):
+                blob[pos] = int(rng.integers(0, 256))
+        elif kind == 1:
+            a = int(rng.integers(0, len(blob)))
+            b = min(len(blob), a + int(rng.integers(1, 512)))
+            blob[a:a] = blob[a:b]
+        else:
+            a = int(rng.integers(0, len(blob)))
+            blob[a : a + int(rng.integers(1, 256))] = bytes(256)[: len(blob[a : a + 256])]
+        out.append(bytes(blob))
+    return out
+
+
+FUZZ_CLIPS = {
+    "h264": dict(codec="libx264", w=48, h=32, n=6),
+    "h264-444": dict(codec="libx264", w=33, h=17, n=5, pix_fmt="yuv444p"),
+    "hevc": dict(codec="libx265", w=64, h=48, n=4),
+    "vp9-webm": dict(codec="libvpx-vp9", w=48, h=32, n=5, fmt="webm"),
+    "av1": dict(codec="libsvtav1", w=64, h=64, n=3),
+    "mpeg4": dict(codec="mpeg4", w=40, h=30, n=3),
+    "vfr-mkv": dict(codec="libx264", w=32, h=32, n=9, vfr=True, fmt="matroska"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FUZZ_CLIPS)
+def test_fuzz_the_container_path(name: str) -> None:
+    """A few hundred mutated files per codec through ``process`` and ``count_tokens`` under
+    every sampling mode: each an answer or an `MmError`; an answer's count agrees."""
+    spec = dict(FUZZ_CLIPS[name])
+    data = make_clip(spec.pop("codec"), spec.pop("w"), spec.pop("h"), spec.pop("n"), **spec)
+    rng = np.random.default_rng(sum(map(ord, name)))
+    pipes = [pipe(video_sampling=m) for m in ("hf", "none", "qwen_vl_utils")]
+    try:
+        for k, blob in enumerate(_mutations(data, rng, 480)):
+            p = pipes[k % 3]
+            request = MmInput(ONE, videos=[blob])
+            try:
+                out = p.process(request)
+            except MmError:
+                continue
+            try:
+                count = p.count_tokens(request)
+            except MmError:
+                continue  # e.g. the mutation took the stated frame count away
+            assert count.length == len(out.input_ids)
+    finally:
+        for p in pipes:
+            p.close()
