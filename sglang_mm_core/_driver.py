@@ -436,8 +436,9 @@ class Pipeline:
 
     def _check_prompt(self, ids: npt.NDArray[np.int64], n_items: int, n_videos: int = 0) -> None:
         ph, vph = self._placeholder, self._video_placeholder
-        what = "media" if vph is None else "image"  # name the kind where there are two
-        check_placeholders(ids, ph.token, n_items, ph.between, what=what)
+        check_placeholders(
+            ids, ph.token, n_items, ph.between
+        )  # images: "media", as the layout says
         if vph is not None:
             check_placeholders(ids, vph.token, n_videos, vph.between, what="video")
 
