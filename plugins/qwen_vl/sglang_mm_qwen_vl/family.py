@@ -18,6 +18,7 @@ from sglang_mm_core import plugin as mm
 
 from .params import QwenVLParams
 from .sizes import smart_resize
+from .timestamps import load_tokenizer
 from .video_plan import plan_video
 
 
@@ -31,6 +32,12 @@ class QwenVLFamily(mm.Family[QwenVLParams]):
         alpha="white", exif_orientation=True
     )
     modalities: ClassVar[frozenset[str]] = frozenset({"image", "video"})
+
+    def __init__(self, params: mm.FamilyParams | Mapping[str, Any] | None = None) -> None:
+        super().__init__(params)
+        path = self.params.tokenizer
+        #: Qwen3-VL's timestamp tokenizer (loaded once per path; None without the param).
+        self.timestamp_tokenizer = load_tokenizer(path) if path is not None else None
 
     def plan(self, width: int, height: int) -> mm.Plan:
         """`smart_resize`'s size, its unmerged patch grid ``(1, gh, gw)``, and one image token
@@ -54,7 +61,7 @@ class QwenVLFamily(mm.Family[QwenVLParams]):
     def video_plan(self, video: mm.VideoHeader, options: mm.VideoOptions) -> mm.VideoPlan:
         """The sampled frames, their one size and the grid, by the params' ``video_sampling``
         reference (`video_plan.plan_video`)."""
-        return plan_video(self.params, video, options)
+        return plan_video(self.params, video, options, self.timestamp_tokenizer)
 
     def placeholder(self) -> mm.Placeholder:
         """Under ``strict_layout`` each placeholder must be ``vision_start, image,
@@ -82,10 +89,44 @@ class QwenVLFamily(mm.Family[QwenVLParams]):
     ) -> mm.MRope:
         m = self.params.merge_size
         grids = [(g.grid[0], g.grid[1] // m, g.grid[2] // m) for g in geometries]
+        if self.params.generation == "qwen3_vl":
+            return self._qwen3_positions(length, offsets, grids, geometries, input_ids)
         if all(g.seconds_per_grid_t is None for g in geometries):
             return mm.mrope_positions(length, offsets, grids)
         steps = [self._time_step(g.seconds_per_grid_t) for g in geometries]
         return mm.mrope_positions(length, offsets, grids, time_intervals=steps)
+
+    def _qwen3_positions(
+        self,
+        length: int,
+        offsets: Sequence[tuple[int, int]],
+        grids: Sequence[tuple[int, int, int]],
+        geometries: Sequence[mm.Geometry],
+        input_ids: npt.NDArray[np.int64],
+    ) -> mm.MRope:
+        """Qwen3-VL's and Qwen3.5's ``get_rope_index``: a video is its temporal groups, each a
+        ``(1, h, w)`` block of its own, with the timestamp and marker tokens between them as
+        text. A video's groups are the runs of video tokens inside its offsets."""
+        vt = self.params.video_token_id
+        spans: list[tuple[int, int]] = []
+        blocks: list[tuple[int, int, int]] = []
+        for (s, e), (t, h, w), g in zip(offsets, grids, geometries, strict=True):
+            if g.seconds_per_grid_t is None or t <= 1:  # an image, or a video of one group
+                spans.append((s, e))
+                blocks.append((t, h, w))
+                continue
+            inside = np.asarray(input_ids[s : e + 1]) == vt
+            edges = np.flatnonzero(np.diff(inside.astype(np.int8), prepend=0, append=0))
+            starts, ends = edges[0::2], edges[1::2] - 1
+            if len(starts) != t:
+                raise mm.LayoutError(
+                    f"video tokens [{s}, {e}] hold {len(starts)} run(s) of id {vt}, not its "
+                    f"{t} temporal groups"
+                )
+            spans += [(s + int(a), s + int(b)) for a, b in zip(starts, ends, strict=True)]
+            blocks += [(1, h, w)] * t
+        order = sorted(range(len(spans)), key=spans.__getitem__)
+        return mm.mrope_positions(length, [spans[k] for k in order], [blocks[k] for k in order])
 
     def _time_step(self, seconds: float | None) -> float | None:
         """A video's step between temporal positions: 1 for Qwen2-VL; Qwen2.5-VL's

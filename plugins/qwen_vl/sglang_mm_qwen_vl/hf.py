@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from sglang_mm_core.plugin import CLIP_MEAN, CLIP_STD, ModelDir, SpecError, check_hf_settings
 
 from .params import QwenVLParams
+from .timestamps import TOKENIZER_FILE
 
 MODEL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")
 PROCESSOR_TYPES = (
@@ -171,9 +172,11 @@ _GENERATION = {
 }
 
 
-def _video(model_type: str, config: Mapping[str, Any]) -> dict[str, Any]:
+def _video(model_type: str, config: Mapping[str, Any], files: ModelDir) -> dict[str, Any]:
     """The video params config.json states (the generation, the video token, Qwen2.5-VL's
-    tokens per second); the sampling settings keep transformers' video processor defaults."""
+    tokens per second), and for Qwen3-VL / Qwen3.5 the directory's ``tokenizer.json`` (the
+    timestamps' tokenizer); the sampling settings keep transformers' video processor
+    defaults."""
     generation = _GENERATION[model_type]
     out: dict[str, Any] = {"generation": generation}
     for scope in (config, _sub(config, "text_config"), _sub(config, "vision_config")):
@@ -185,6 +188,8 @@ def _video(model_type: str, config: Mapping[str, Any]) -> dict[str, Any]:
         out["tokens_per_second"] = tps
     if generation == "qwen3_vl":
         out |= {"video_min_pixels": 128 * 32 * 32, "video_max_pixels": 768 * 32 * 32}
+        if files.root is not None and TOKENIZER_FILE in files:
+            out["tokenizer"] = str((files.root / TOKENIZER_FILE).resolve())
     return out
 
 
@@ -193,7 +198,9 @@ def spec_from_hf(
 ) -> dict[str, Any]:
     """A ``qwen_vl`` spec document (``family`` and ``params``) for a Qwen2-VL, Qwen2.5-VL,
     Qwen3-VL or Qwen3.5 model directory (a path, a `ModelDir`, or its parsed files by name).
-    The token ids come from ``config.json``, as HF's processor takes them. ``resample`` picks
+    The token ids come from ``config.json``, as HF's processor takes them; a Qwen3-VL or Qwen3.5
+    directory with a ``tokenizer.json`` names it as the ``tokenizer`` param (the timestamps of
+    its videos need it; parsed files carry none). ``resample`` picks
     the backend to match: ``"aten_u8"`` (HF v5's default torchvision backend) or ``"pil"``."""
     files = ModelDir.of(model)
     pp, cfg = files.preprocessor_config, files.config
@@ -217,7 +224,7 @@ def spec_from_hf(
         **_token_ids(cfg),
         "resample": resample,
         "smart_resize": "hf",
-        **_video(model_type, cfg),
+        **_video(model_type, cfg, files),
     }
     try:
         validated = QwenVLParams.model_validate(params)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from sglang_mm_core.plugin import (
     CLIP_MEAN,
@@ -83,6 +83,27 @@ class QwenVLParams(FamilyParams):
     tokens_per_second: int = Field(
         2, gt=0, description="Qwen2.5-VL's temporal positions per second of video."
     )
+    tokenizer: str | None = Field(
+        None,
+        min_length=1,
+        description="The model's tokenizer.json (or its directory): Qwen3-VL video timestamps.",
+    )
+
+    @field_validator("tokenizer")
+    @classmethod
+    def _tokenizer_loads(cls, value: str | None) -> str | None:
+        """The file must be a tokenizer.json the ``tokenizers`` package reads (it is loaded
+        here, once per path, so a bad one fails the spec, not a request)."""
+        if value is not None:
+            from sglang_mm_core.plugin import SpecError
+
+            from .timestamps import load_tokenizer
+
+            try:
+                load_tokenizer(value)
+            except SpecError as e:
+                raise ValueError(str(e).removeprefix("params.tokenizer: ")) from None
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> QwenVLParams:

@@ -1,0 +1,252 @@
+"""Qwen3-VL and Qwen3.5 video requests through ``pipeline_from_spec`` against transformers
+5.23's ``Qwen3VLProcessor`` (its timestamps before every temporal group, tokenized with the
+whole text) and ``get_rope_index`` of ``Qwen3VLModel`` / ``Qwen3_5Model``, replayed from the
+goldens ``gen_video_qwen3_goldens.py`` captured in a torch venv (versions recorded): the same
+clips (rebuilt with ``make_clip``, checked by SHA-256), the same chat prompts' ids, the
+tokenizer.json HF loaded (a fixture). Ids, offsets, ``pixel_values_videos`` (every float32
+bit), ``video_grid_thw`` and the positions and delta must be equal; ``count_tokens`` agrees."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from sglang_mm_qwen_vl import QWEN3_5, QWEN3_VL, QwenVLFamily, spec_from_hf
+from sglang_mm_qwen_vl.timestamps import load_tokenizer, timestamp_seconds, timestamp_text
+
+from sglang_mm_core import MmInput, pipeline_from_spec
+from sglang_mm_core.conformance.video import make_clip
+from sglang_mm_core.errors import (
+    KernelArgumentError,
+    MmRequestError,
+    SpecError,
+    UnsupportedModalityError,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+GOLDENS = json.loads((FIXTURES / "video_qwen3_goldens.json").read_text())
+CASES = GOLDENS["cases"]
+FULL = [c for c in CASES if "error" not in c]
+REFUSED = [c for c in CASES if "error" in c]
+PRESETS = {"qwen3_vl": QWEN3_VL, "qwen3_5": QWEN3_5}
+
+
+def test_goldens_record_their_reference() -> None:
+    for key in ("torch", "torchvision", "transformers", "tokenizers", "av", "generator"):
+        assert GOLDENS[key], key
+    assert GOLDENS["transformers"] == "5.23.0"
+    assert len(FULL) >= 14 and {c["model"] for c in FULL} == {"qwen3_vl", "qwen3_5"}
+    for info in GOLDENS["tokenizers_files"].values():
+        data = (Path(__file__).parent / info["path"]).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == info["sha256"], info["path"]
+
+
+def params_of(case: dict[str, Any]) -> dict[str, Any]:
+    """The family params that say what the HF call's ``videos_kwargs`` said."""
+    kw = case["videos_kwargs"]
+    params: dict[str, Any] = {
+        **PRESETS[case["model"]],
+        "tokenizer": str(Path(__file__).parent / case["tokenizer"]),
+        "resample": "aten_u8",
+    }
+    if kw.get("do_sample_frames") is False:
+        params["video_sampling"] = "none"
+    elif "num_frames" in kw:
+        params.update(video_fps=None, video_num_frames=kw["num_frames"])
+    elif "fps" in kw:
+        params["video_fps"] = kw["fps"]
+    if kw.get("cap_pixels_per_frame"):
+        params["video_cap_pixels_per_frame"] = True
+    return params
+
+
+def clips_of(case: dict[str, Any]) -> list[bytes]:
+    out = []
+    for clip in case["clips"]:
+        data = make_clip(**clip["recipe"])
+        assert hashlib.sha256(data).hexdigest() == clip["sha256"], (
+            "make_clip no longer makes the clip the goldens were captured on (another PyAV?)"
+        )
+        out.append(data)
+    return out
+
+
+def request_of(case: dict[str, Any]) -> MmInput:
+    images = []
+    if case["with_image"]:
+        from PIL import Image
+
+        img = np.random.default_rng(7).integers(0, 256, (150, 200, 3), dtype=np.uint8)
+        png = io.BytesIO()
+        Image.fromarray(img).save(png, format="PNG")  # lossless: HF was given the array
+        images.append(png.getvalue())
+    return MmInput(case["prompt_ids"], images, videos=clips_of(case))
+
+
+def sha(a: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(a, dtype=np.float32).tobytes()).hexdigest()
+
+
+def spans(case: dict[str, Any]) -> list[tuple[str, int, int]]:
+    """Per item, in prompt order, from HF's ids: an image's run of image tokens; a video's
+    first to last video token (its timestamps and inner markers inside)."""
+    p = QwenVLFamily(PRESETS[case["model"]]).params
+    ids = np.asarray(case["input_ids"])
+    out: list[tuple[str, int, int]] = []
+    i = 0
+    while i < len(ids):
+        if ids[i] == p.image_token_id:
+            j = i
+            while ids[j + 1] == p.image_token_id:
+                j += 1
+            out.append(("image", i, j))
+            i = j + 1
+        elif ids[i] == p.video_token_id:
+            # a video runs until the vision_end that the prompt's own vision_end follows
+            j = i
+            while not (ids[j] == p.vision_end_token_id and ids[j + 1] == p.vision_end_token_id):
+                j += 1
+            out.append(("video", i, j - 1))
+            i = j + 1
+        else:
+            i += 1
+    return out
+
+
+@pytest.mark.parametrize("case", FULL, ids=[c["id"] for c in FULL])
+def test_video_request_equals_hf(case: dict[str, Any]) -> None:
+    with pipeline_from_spec({"family": "qwen_vl", "params": params_of(case)}) as pipe:
+        out = pipe.process(request_of(case))
+    np.testing.assert_array_equal(out.input_ids, np.asarray(case["input_ids"], np.int64))
+    want_spans = spans(case)
+    assert out.offsets == [(s, e) for _, s, e in want_spans]
+    assert [it.modality for it in out.items] == [m for m, _, _ in want_spans]
+    assert [it.tokens for it in out.items] == [e - s + 1 for _, s, e in want_spans]
+    videos = [it for it in out.items if it.modality == "video"]
+    images = [it for it in out.items if it.modality == "image"]
+    assert len(videos) == len(case["clips"]) and len(images) == int(case["with_image"])
+
+    want = case["pixel_values_videos"]
+    feats = np.concatenate([v.feature.array for v in videos])
+    assert feats.dtype == np.float32 and list(feats.shape) == want["shape"]
+    assert sha(feats) == want["sha256"]
+    assert [v.aux["video_grid_thw"].array.tolist()[0] for v in videos] == case["video_grid_thw"]
+    assert all(set(v.aux) == {"video_grid_thw"} for v in videos)
+
+    if case["with_image"]:
+        assert sha(images[0].feature.array) == case["pixel_values"]["sha256"]
+        assert images[0].aux["image_grid_thw"].array.tolist() == case["image_grid_thw"]
+
+    np.testing.assert_array_equal(out.positions.positions, np.asarray(case["positions"], np.int64))
+    assert out.positions.delta == case["delta"]
+
+
+@pytest.mark.parametrize("case", FULL, ids=[c["id"] for c in FULL])
+def test_count_tokens_agrees_with_the_request(case: dict[str, Any]) -> None:
+    with pipeline_from_spec({"family": "qwen_vl", "params": params_of(case)}) as pipe:
+        count = pipe.count_tokens(request_of(case))
+    assert count.length == len(case["input_ids"])
+    assert count.per_item == [e - s + 1 for _, s, e in spans(case)]
+    assert count.modalities == [m for m, _, _ in spans(case)]
+
+
+@pytest.mark.parametrize("case", FULL, ids=[c["id"] for c in FULL])
+def test_timestamps_are_hfs(case: dict[str, Any]) -> None:
+    """The texts (recorded from the processor's own ``_calculate_timestamps``), from the frames
+    HF sampled and the rate it read; and each tokenized alone is what HF's whole-text
+    tokenization put before each group."""
+    tok = load_tokenizer(Path(__file__).parent / case["tokenizer"])
+    ids = case["input_ids"]
+    p = QwenVLFamily(PRESETS[case["model"]]).params
+    for meta, indices, texts in zip(
+        case["video_metadata"], case["frame_indices"], case["timestamps"], strict=True
+    ):
+        secs = timestamp_seconds(indices, meta["fps"], 2)
+        assert [timestamp_text(s) for s in secs] == texts
+        for text in set(texts):
+            want = [*tok.ids(text), p.vision_start_token_id]
+            assert any(ids[i : i + len(want)] == want for i in range(len(ids))), text
+
+
+@pytest.mark.parametrize("case", REFUSED, ids=[c["id"] for c in REFUSED])
+def test_what_hf_refuses_is_refused(case: dict[str, Any]) -> None:
+    """One frame: Qwen3's ``smart_resize`` refuses fewer frames than ``temporal_patch_size``."""
+    assert "temporal_factor" in case["error"]["message"]
+    with pipeline_from_spec({"family": "qwen_vl", "params": params_of(case)}) as pipe:
+        with pytest.raises(KernelArgumentError, match="temporal_patch_size") as err:
+            pipe.process(request_of(case))
+        assert err.value.modality == "video"
+        with pytest.raises(KernelArgumentError, match="temporal_patch_size"):
+            pipe.count_tokens(request_of(case))
+
+
+def test_a_qwen3_video_without_a_tokenizer_names_the_param() -> None:
+    case = FULL[0]
+    params = {k: v for k, v in params_of(case).items() if k != "tokenizer"}
+    with pipeline_from_spec({"family": "qwen_vl", "params": params}) as pipe:
+        for call in (pipe.process, pipe.count_tokens):
+            with pytest.raises(UnsupportedModalityError, match="'tokenizer'"):
+                call(request_of(case))
+        # images need no tokenizer
+        fam = QwenVLFamily(params)
+        assert fam.timestamp_tokenizer is None and fam.plan(64, 64).length > 0
+
+
+def test_a_bad_tokenizer_fails_the_spec(tmp_path: Path) -> None:
+    from sglang_mm_core import load_spec
+
+    (tmp_path / "tokenizer.json").write_text("{not json")
+    for bad in (str(tmp_path / "missing"), str(tmp_path), str(tmp_path / "tokenizer.json")):
+        with pytest.raises(SpecError, match=r"params\.tokenizer"):
+            load_spec({"family": "qwen_vl", "params": {**QWEN3_VL, "tokenizer": bad}})
+
+
+def test_the_tokenizer_is_loaded_once_per_path() -> None:
+    d = FIXTURES / "qwen3_tokenizer"
+    a = QwenVLFamily({**QWEN3_VL, "tokenizer": str(d)})
+    b = QwenVLFamily({**QWEN3_VL, "tokenizer": str(d / "tokenizer.json")})
+    assert a.timestamp_tokenizer is b.timestamp_tokenizer is load_tokenizer(d)
+
+
+def test_spec_from_hf_names_the_directorys_tokenizer(tmp_path: Path) -> None:
+    config = {
+        "model_type": "qwen3_vl",
+        "image_token_id": 151655,
+        "video_token_id": 151656,
+        "vision_start_token_id": 151652,
+        "vision_end_token_id": 151653,
+        "vision_config": {"patch_size": 16, "spatial_merge_size": 2, "temporal_patch_size": 2},
+    }
+    pp = {
+        "patch_size": 16,
+        "image_mean": [0.5, 0.5, 0.5],
+        "image_std": [0.5, 0.5, 0.5],
+        "size": {"shortest_edge": 65536, "longest_edge": 16777216},
+    }
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(pp))
+    assert spec_from_hf(tmp_path)["params"]["tokenizer"] is None
+    src = FIXTURES / "qwen3_tokenizer" / "tokenizer.json"
+    (tmp_path / "tokenizer.json").write_bytes(src.read_bytes())
+    spec = spec_from_hf(tmp_path)
+    assert spec["params"]["tokenizer"] == str((tmp_path / "tokenizer.json").resolve())
+    assert QwenVLFamily(spec["params"]).timestamp_tokenizer is not None
+    qwen2 = {**config, "model_type": "qwen2_vl", "vision_config": {"patch_size": 14}}
+    (tmp_path / "config.json").write_text(json.dumps(qwen2))
+    (tmp_path / "preprocessor_config.json").write_text("{}")
+    assert spec_from_hf(tmp_path)["params"]["tokenizer"] is None  # only Qwen3 reads it
+
+
+def test_qwen3_refuses_the_per_call_frame_bounds_hf_ignores() -> None:
+    case = FULL[0]
+    (clip,) = clips_of(case)
+    with pipeline_from_spec({"family": "qwen_vl", "params": params_of(case)}) as pipe:
+        for name in ("min_frames", "max_frames"):
+            req = MmInput(case["prompt_ids"], videos=[{"video": clip, name: 2}])
+            with pytest.raises(MmRequestError, match=f"video_{name} param"):
+                pipe.process(req)
