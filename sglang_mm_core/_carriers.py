@@ -168,10 +168,12 @@ class MmOutput:
 
 @dataclass(frozen=True)
 class TokenCount:
-    """What `Pipeline.count_tokens` answers from image headers alone."""
+    """What `Pipeline.count_tokens` answers from headers alone: the expanded prompt's length
+    and each item's tokens and modality (``"image"`` or ``"video"``), in prompt order."""
 
     length: int
     per_item: list[int]
+    modalities: list[str]
 
 
 __all__ = [

@@ -412,12 +412,14 @@ class Pipeline:
             except MmError as e:
                 modality = "image" if src.video is None else "video"
                 raise _attribute(e, src.item, src.kind, modality) from e.__cause__
+        modalities = ["image" if s.video is None else "video" for s in items]
         if request.videos:  # per item in prompt order, as `process` answers them
-            modalities = ["image" if s.video is None else "video" for s in items]
             _, order = self._media_layout(ids, plans, modalities)
             plans = [plans[i] for i in order]
+            modalities = [modalities[i] for i in order]
         per_item = [p.content for p in plans]
-        return TokenCount(len(ids) - len(items) + sum(p.length for p in plans), per_item)
+        length = len(ids) - len(items) + sum(p.length for p in plans)
+        return TokenCount(length, per_item, modalities)
 
     def _video_plan_of_header(
         self, data: bytes | bytearray | memoryview, options: VideoOptions

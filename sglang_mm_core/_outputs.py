@@ -5,7 +5,8 @@ Tensors: ``input_ids`` (int64 ``[L]``), ``positions`` (int64 ``[3, L]``, MRoPE o
 ``items.{i}.feature`` and ``items.{i}.{aux name}``. Metadata, all strings (JSON where
 structured): ``format_version`` (``"1"``), ``family``, ``spec_fingerprint``, ``rid`` (when set),
 ``offsets``, ``hashes``, ``positions`` (``Rope1D`` / ``MRope``), ``mrope_delta`` (MRoPE),
-``length``, ``items`` (``[{height, width, grid, tokens}]``) and ``dtypes`` (the tag of every
+``length``, ``items`` (``[{height, width, grid, tokens, modality}]``, a video's with its
+``seconds_per_grid_t``) and ``dtypes`` (the tag of every
 tensor). A compact feature (`CompactTensor`) is stored as ``items.{i}.feature.codes`` (uint8),
 ``.luts`` and ``.pad`` (its dtype) instead of ``items.{i}.feature``, with its expansion rule
 in the ``compact`` metadata (``{"i": {dtype, shape, channel_axis, repeat_axis, repeats,
@@ -58,6 +59,39 @@ _ZIP_MAGIC = b"PK\x03\x04"
 
 
 # -- writing -------------------------------------------------------------------------------
+def item_meta(item: MmItem) -> dict[str, Any]:
+    """An item's metadata in both answer forms: its geometry, tokens and modality (and a
+    video's ``seconds_per_grid_t``, which time-aware positions read)."""
+    g = item.geometry
+    meta: dict[str, Any] = {
+        "height": g.height,
+        "width": g.width,
+        "grid": list(g.grid),
+        "tokens": item.tokens,
+        "modality": item.modality,
+    }
+    if g.seconds_per_grid_t is not None:
+        meta["seconds_per_grid_t"] = g.seconds_per_grid_t
+    return meta
+
+
+def item_from_meta(
+    im: Mapping[str, Any], feature: Tensor | CompactTensor, aux: Mapping[str, Tensor], h: int
+) -> MmItem:
+    """The `MmItem` of `item_meta`'s metadata and its tensors."""
+    seconds = im.get("seconds_per_grid_t")
+    geometry = Geometry(
+        int(im["height"]),
+        int(im["width"]),
+        tuple(int(n) for n in im["grid"]),
+        None if seconds is None else float(seconds),
+    )
+    modality = str(im["modality"])
+    if modality not in ("image", "video"):
+        raise CodecError(f"item modality {modality!r} is not 'image' or 'video'")
+    return MmItem(feature, aux, int(h), geometry, int(im["tokens"]), modality)
+
+
 def output_tensors(out: MmOutput) -> tuple[list[tuple[str, Tensor]], dict[str, str]]:
     """The named tensors and the string metadata of one output: the whole layout."""
     tensors: list[tuple[str, Tensor]] = [("input_ids", Tensor(out.input_ids, "int64"))]
@@ -81,10 +115,7 @@ def output_tensors(out: MmOutput) -> tuple[list[tuple[str, Tensor]], dict[str, s
             tensors.append((f"items.{i}.feature", f))
         for name, t in sorted(item.aux.items()):
             tensors.append((f"items.{i}.{name}", t))
-        g = item.geometry
-        items_meta.append(
-            {"height": g.height, "width": g.width, "grid": list(g.grid), "tokens": item.tokens}
-        )
+        items_meta.append(item_meta(item))
     meta = {
         "format_version": FORMAT_VERSION,
         "family": out.family,
@@ -267,11 +298,8 @@ def output_from(tensors: Mapping[str, Tensor], meta: Mapping[str, str]) -> MmOut
                 for k, t in tensors.items()
                 if k.startswith(prefix) and k != fname and not k.startswith(fname + ".")
             }
-            geometry = Geometry(int(im["height"]), int(im["width"]), tuple(im["grid"]))
             feature = _compact(compact[str(i)], tensors, fname) if str(i) in compact else None
-            items.append(
-                MmItem(feature or tensors[fname], aux, int(h), geometry, int(im["tokens"]))
-            )
+            items.append(item_from_meta(im, feature or tensors[fname], aux, h))
         return MmOutput(
             input_ids=ids,
             items=items,

@@ -5,8 +5,9 @@
     with Client("http://127.0.0.1:8000") as c:
         out = c.preprocess(MmInput(input_ids=ids, images=[jpeg_bytes]))
 
-Image bytes are sent as ``data:`` URLs; string sources (URLs, paths) are sent as they are and
-fetched by the server under its policy. A 4xx answer raises the error class it names
+Image and video bytes are sent as ``data:`` URLs; string sources (URLs, paths) are sent as they
+are and fetched by the server under its policy; a video's options (``{"video": source, "fps":
+2.0, ...}``) go with it. A 4xx answer raises the error class it names
 (`FetchError`, `LimitError` ...) when that is one of ours, else `ServerError`; the HTTP status
 is on the exception as ``status``, and the error's structured fields (a limit's name and
 values, a detected format) as its attributes."""
@@ -36,7 +37,7 @@ def _source(src: Any) -> str:
         return "data:;base64," + base64.b64encode(src).decode("ascii")
     if isinstance(src, str):
         return src
-    raise TypeError(f"image sources must be bytes or str, got {type(src).__name__}")
+    raise TypeError(f"sources must be bytes or str, got {type(src).__name__}")
 
 
 def request_body(request: MmInput | Mapping[str, Any]) -> bytes:
@@ -50,11 +51,25 @@ def request_body(request: MmInput | Mapping[str, Any]) -> bytes:
     for k, src in enumerate(request.images):
         if k:
             parts.append(b",")
-        if isinstance(src, (bytes, bytearray, memoryview)):
-            parts += [b'"data:;base64,', base64.b64encode(src), b'"']
-        else:
-            parts.append(json.dumps(_source(src)).encode())
+        _put_source(parts, src)
     parts.append(b"]")
+    if request.videos:
+        parts.append(b',"videos":[')
+        for k, video in enumerate(request.videos):
+            if k:
+                parts.append(b",")
+            if isinstance(video, Mapping):
+                if "video" not in video:
+                    raise TypeError("a video given as a mapping holds its source under 'video'")
+                options = {str(n): v for n, v in video.items() if n != "video"}
+                parts.append(b'{"video":')
+                _put_source(parts, video["video"])
+                for name, value in options.items():
+                    parts += [b",", json.dumps(name).encode(), b":", json.dumps(value).encode()]
+                parts.append(b"}")
+            else:
+                _put_source(parts, video)
+        parts.append(b"]")
     if request.rid is not None:
         parts += [b',"rid":', json.dumps(request.rid).encode()]
     parts.append(b"}")
@@ -64,6 +79,13 @@ def request_body(request: MmInput | Mapping[str, Any]) -> bytes:
 _SEP = (",", ":")
 
 
+def _put_source(parts: list[bytes], src: Any) -> None:
+    if isinstance(src, (bytes, bytearray, memoryview)):
+        parts += [b'"data:;base64,', base64.b64encode(src), b'"']
+    else:
+        parts.append(json.dumps(_source(src)).encode())
+
+
 def error_from(status: int, body: bytes, headers: Mapping[str, str]) -> MmError:
     """The exception an error answer stands for."""
     fields: dict[str, Any] = {}
@@ -71,20 +93,26 @@ def error_from(status: int, body: bytes, headers: Mapping[str, str]) -> MmError:
         err = json.loads(body)["error"]
         kind, message, item = str(err["type"]), str(err["message"]), err.get("item")
         fields = dict(err.get("fields") or {})
+        modality = str(err.get("modality") or "image")
     except (ValueError, KeyError, TypeError):
         kind, message, item = "HTTPError", body[:200].decode("utf-8", "replace"), None
+        modality = "image"
     cls = getattr(_errors, kind, None)
     if isinstance(cls, type) and issubclass(cls, MmRequestError):
         known = {k: v for k, v in fields.items() if k in cls.field_names}
-        return cls(message, item=item, status=status, **known)
+        out = cls(message, item=item, status=status, **known)
+        out.modality = modality
+        return out
     retry = next((v for k, v in headers.items() if k.lower() == "retry-after"), None)
-    return ServerError(
+    server_error = ServerError(
         f"{status} {kind}: {message}",
         status=status,
         error_type=kind,
         item=item,
         retry_after=float(retry) if retry and retry.replace(".", "", 1).isdigit() else None,
     )
+    server_error.modality = modality
+    return server_error
 
 
 def decode_output(body: bytes | memoryview, fmt: str) -> MmOutput:
@@ -180,7 +208,8 @@ class Client:
         """``POST /v1/tokens``: lengths from image headers only."""
         _, data = self._post("/v1/tokens", request_body(request))
         doc = json.loads(bytes(data))
-        return TokenCount(int(doc["length"]), [int(n) for n in doc["per_item"]])
+        per_item = [int(n) for n in doc["per_item"]]
+        return TokenCount(int(doc["length"]), per_item, [str(m) for m in doc["modalities"]])
 
     def submit(self, request: MmInput | Mapping[str, Any]) -> tuple[bytes, str]:
         """``POST /v1/submit`` (embedded mode): the host's answer body and content type."""

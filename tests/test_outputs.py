@@ -168,7 +168,8 @@ def test_metadata_and_storage_as_documented(tmp_path: Path) -> None:
     assert header["items.0.feature"]["dtype"] == "BF16"
     assert header["items.1.u16"]["dtype"] == "U16"
     assert json.loads(meta["dtypes"])["items.0.feature"] == "bfloat16"
-    assert json.loads(meta["items"])[1] == {"height": 8, "width": 8, "grid": [1, 1, 3], "tokens": 3}
+    item = {"height": 8, "width": 8, "grid": [1, 1, 3], "tokens": 3, "modality": "image"}
+    assert json.loads(meta["items"])[1] == item
     # The safetensors library validates and reads it.
     assert safetensors.deserialize(body)
     loaded = safetensors.numpy.load(

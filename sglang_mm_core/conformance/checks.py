@@ -388,9 +388,11 @@ def check_layout(target: ConformanceTarget) -> None:
         prev = e
         _expect(e - s + 1 == plans[k].content, f"image {k}: spans {e - s + 1} tokens")
     _expect(
-        count.length == length and count.per_item == [it.tokens for it in out.items],
+        count.length == length
+        and count.per_item == [it.tokens for it in out.items]
+        and count.modalities == [it.modality for it in out.items],
         f"count_tokens says {count}, the pipeline made {length} tokens "
-        f"{[it.tokens for it in out.items]}",
+        f"{[it.tokens for it in out.items]} of {[it.modality for it in out.items]}",
     )
 
 

@@ -81,13 +81,14 @@ class Summary:
     errors: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     rows_this_run: int = 0
+    videos: int = 0
 
     def lines(self) -> list[str]:
         errs = ", ".join(f"{k} {v}" for k, v in sorted(self.errors.items())) or "none"
         rate = (self.rows_this_run / self.seconds) if self.seconds > 0 else 0.0
         return [
             f"rows      {self.rows} ({sum(self.errors.values())} with errors: {errs})",
-            f"images    {self.images}; tokens {self.tokens}",
+            f"images    {self.images}; videos {self.videos}; tokens {self.tokens}",
             f"shards    {self.shards} in {self.out} ({self.shards_skipped} already done)",
             f"bytes     {self.bytes} ({self.bytes_written} written by this run)",
             f"time      {self.seconds:.1f} s ({rate:.1f} samples/s)",
@@ -162,6 +163,7 @@ def run(
         for s in state.done.values():
             total.rows += s.rows
             total.images += s.images
+            total.videos += s.videos
             total.tokens += s.tokens
             total.bytes += s.bytes
             errors.update(s.errors)
@@ -177,6 +179,7 @@ def run(
             errors=dict(errors),
             seconds=time.perf_counter() - t0,
             rows_this_run=n_run,
+            videos=total.videos,
         )
     finally:
         engine.close()

@@ -5,19 +5,21 @@ Image sources are ``images`` (a list) or ``image`` (one): strings (a path relati
 manifest's folder, an absolute path, an http(s)/file/data URL, base64), bytes (Parquet binary
 columns), or ``{"bytes": ..., "path": ...}`` structs (the image column of many public
 datasets: the bytes when present, else the path). A row without ``id`` (or ``rid``, as in
-request files) has a null id (its ``index`` column still names it). Messages never name the
-row index, which a distributed reader does not know, so that every engine writes the same
-rows."""
+request files) has a null id (its ``index`` column still names it). Video sources are
+``videos`` (a list) or ``video`` (one): a source as above, or a mapping holding the source under
+``"video"`` beside its per-video options (``fps``, ``nframes``, ...; null ones are left out,
+as a Parquet struct column has them). Messages never name the row index, which a
+distributed reader does not know, so that every engine writes the same rows."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._carriers import Source
+from .._carriers import Source, VideoSource
 from .._requests_io import _resolve_source
 from ..errors import ManifestError, MmError
 from . import _deps
@@ -35,6 +37,7 @@ class Sample:
     input_ids: Any
     images: list[Source]
     error: MmError | None = None
+    videos: list[VideoSource] = field(default_factory=list)
 
 
 def manifest_format(path: Path) -> str:
@@ -46,7 +49,27 @@ def manifest_format(path: Path) -> str:
     raise ManifestError(f"manifest {str(path)!r}: unknown format (name it *.jsonl or *.parquet)")
 
 
-def _source(value: Any, base: Path, where: str) -> Source:
+def _video(value: Any, base: Path, where: str) -> VideoSource:
+    """A video source, or its mapping with the options given (nulls dropped)."""
+    if isinstance(value, Mapping) and "video" in value:
+        options = {str(k): v for k, v in value.items() if k != "video" and v is not None}
+        return {"video": _source(value["video"], base, where, "a video"), **options}
+    return _source(value, base, where, "a video")
+
+
+def _sources(row: Mapping[str, Any], many: str, one: str, where: str, read: Any) -> list[Any]:
+    """The row's ``many`` list (or its single ``one``) read by ``read``."""
+    if many in row and row[many] is not None:
+        raw = row[many]
+        if isinstance(raw, (str, bytes, bytearray, Mapping)) or not hasattr(raw, "__iter__"):
+            raise ManifestError(f"{where}: {many} must be a list of sources")
+        return [read(v, f"{where}, {one} {k}") for k, v in enumerate(raw)]
+    if row.get(one) is not None:
+        return [read(row[one], f"{where}, {one} 0")]
+    return []
+
+
+def _source(value: Any, base: Path, where: str, what: str = "an image") -> Source:
     if isinstance(value, Mapping):
         data, path = value.get("bytes"), value.get("path")
         value = data if data is not None else path
@@ -55,7 +78,7 @@ def _source(value: Any, base: Path, where: str) -> Source:
     if isinstance(value, str) and value:
         return _resolve_source(value, base)
     raise ManifestError(
-        f"{where}: an image source must be a path, URL, base64 string or bytes, "
+        f"{where}: {what} source must be a path, URL, base64 string or bytes, "
         f"got {type(value).__name__}"
     )
 
@@ -74,18 +97,11 @@ def sample_from_row(row: Any, base: Path) -> Sample:
         ids = row.get("input_ids")
         if ids is None:
             raise ManifestError(f"{where} has no input_ids")
-        if "images" in row and row["images"] is not None:
-            raw = row["images"]
-            if isinstance(raw, (str, bytes, bytearray, Mapping)) or not hasattr(raw, "__iter__"):
-                raise ManifestError(f"{where}: images must be a list of sources")
-            images = [_source(v, base, f"{where}, image {k}") for k, v in enumerate(raw)]
-        elif row.get("image") is not None:
-            images = [_source(row["image"], base, f"{where}, image 0")]
-        else:
-            images = []
+        images = _sources(row, "images", "image", where, lambda v, w: _source(v, base, w))
+        videos = _sources(row, "videos", "video", where, lambda v, w: _video(v, base, w))
     except ManifestError as e:
         return Sample(sid, None, [], e)
-    return Sample(sid, ids, images)
+    return Sample(sid, ids, images, videos=videos)
 
 
 def parse_line(line: str | bytes, base: Path) -> Sample:
@@ -119,7 +135,7 @@ def table_rows(batch: Any) -> list[dict[str, Any]]:
             offsets = col.offsets.to_numpy()
             values = col.values.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
             cols[name] = [values[offsets[i] : offsets[i + 1]] for i in range(n)]
-        elif name == "images" and _is_binary_list(pa, col):
+        elif name in ("images", "videos") and _is_binary_list(pa, col):
             cols[name] = _binary_lists(col, n)
         else:
             cols[name] = col.to_pylist()
@@ -189,7 +205,8 @@ class Manifest:
                 f"manifest {str(self.path)!r} has no input_ids column (columns: "
                 f"{', '.join(sorted(names))})"
             )
-        self.columns = [c for c in ("id", "rid", "input_ids", "images", "image") if c in names]
+        wanted = ("id", "rid", "input_ids", "images", "image", "videos", "video")
+        self.columns = [c for c in wanted if c in names]
         return int(meta.metadata.num_rows)
 
     def samples(self, start: int = 0, stop: int | None = None) -> Iterator[Sample]:

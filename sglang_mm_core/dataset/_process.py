@@ -22,7 +22,9 @@ from ._manifest import Sample
 
 DEFAULT_IO_THREADS = 8
 
-Fetched = list[tuple[Any, str]]
+#: A sample's fetched sources: ``(data, source kind, None)`` per image, then ``(data, source
+#: kind, the video's options)`` per video.
+Fetched = list[tuple[Any, str, Any]]
 
 
 def resolve_spec(spec: Any, threads: int | None = None) -> dict[str, Any]:
@@ -34,16 +36,18 @@ def resolve_spec(spec: Any, threads: int | None = None) -> dict[str, Any]:
     return doc
 
 
-def _reattribute(err: MmError, kinds: Sequence[str]) -> MmError:
+def _reattribute(err: MmError, kinds: Mapping[str, Sequence[str]]) -> MmError:
     """An error the pipeline attributed to a fetched item ("image 1 (bytes): ...") as
-    `Pipeline.process` on the original sources words it ("image 1 (file): ...")."""
+    `Pipeline.process` on the original sources words it ("image 1 (file): ..."); ``kinds``:
+    the source kinds of each modality's items."""
     k = err.item
-    if k is None or err.source_kind != "bytes" or not (0 <= k < len(kinds)):
+    of = kinds.get(err.modality, ())
+    if k is None or err.source_kind != "bytes" or not (0 <= k < len(of)):
         return err
-    kind = kinds[k]
+    kind = of[k]
     if kind == "bytes":
         return err
-    old, new = f"image {k} (bytes): ", f"image {k} ({kind}): "
+    old, new = f"{err.modality} {k} (bytes): ", f"{err.modality} {k} ({kind}): "
     message = err.message.replace(old, new, 1) if err.message.startswith(old) else err.message
     out = type(err).__new__(type(err), message)
     out.__dict__.update(err.__dict__)
@@ -95,13 +99,13 @@ class Processor:
     def _fetch(self, sample: Sample) -> Fetched | MmError:
         if sample.error is not None:
             return sample.error
-        req = MmInput(sample.input_ids, sample.images, sample.id)
+        req = MmInput(sample.input_ids, sample.images, sample.id, sample.videos)
         pipe = self.pipe
         try:
             ids = pipe._check(req)
             if self.count_only:
-                pipe._check_prompt(ids, len(req.images))
-            return [(src.data, src.kind) for src in pipe._fetch(req)]
+                pipe._check_prompt(ids, len(req.images), len(req.videos))
+            return [(src.data, src.kind, src.video) for src in pipe._fetch(req)]
         except MmError as e:
             return e
 
@@ -112,8 +116,10 @@ class Processor:
         for s in samples:
             if s.error is not None:
                 out.append(s.error)
-            elif all(isinstance(i, (bytes, bytearray, memoryview)) for i in s.images):
-                out.append([(i, "bytes") for i in s.images])
+            elif not s.videos and all(
+                isinstance(i, (bytes, bytearray, memoryview)) for i in s.images
+            ):
+                out.append([(i, "bytes", None) for i in s.images])
             else:
                 out.append(self._io.submit(self._fetch, s))
         return out
@@ -122,12 +128,18 @@ class Processor:
         """The rows of ``samples`` (their `prefetch` results), in order."""
         got: list[Fetched | MmError] = [f.result() if isinstance(f, Future) else f for f in fetched]
         rows: list[dict[str, Any] | None] = [None] * len(samples)
-        todo: list[tuple[int, MmInput, list[str]]] = []
+        todo: list[tuple[int, MmInput, dict[str, list[str]]]] = []
         for i, (s, f) in enumerate(zip(samples, got, strict=True)):
             if isinstance(f, MmError):
                 rows[i] = _rows.error_row(s.id, f, count_only=self.count_only)
             else:
-                todo.append((i, MmInput(s.input_ids, [d for d, _ in f], s.id), [k for _, k in f]))
+                images = [d for d, _, o in f if o is None]
+                videos = [{"video": d, **o.set()} for d, _, o in f if o is not None]
+                kinds = {
+                    "image": [k for _, k, o in f if o is None],
+                    "video": [k for _, k, o in f if o is not None],
+                }
+                todo.append((i, MmInput(s.input_ids, images, s.id, videos), kinds))
         if self.count_only:
             for i, req, kinds in todo:
                 try:

@@ -53,11 +53,13 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 @dataclass
 class ShardStats:
-    """What one shard holds: rows, errors by class, tokens of the good rows, file bytes."""
+    """What one shard holds: rows, errors by class, the good rows' tokens, images and videos,
+    file bytes."""
 
     rows: int = 0
     images: int = 0
     tokens: int = 0
+    videos: int = 0
     bytes: int = 0
     errors: Counter[str] = field(default_factory=Counter)
 
@@ -68,12 +70,14 @@ class ShardStats:
             self.errors[err["type"]] += 1
         else:
             self.tokens += int(row["tokens"])
-            self.images += len(row["image_tokens"])
+            self.images += row["modalities"].count("image")
+            self.videos += row["modalities"].count("video")
 
     def as_json(self) -> dict[str, Any]:
         return {
             "rows": self.rows,
             "images": self.images,
+            "videos": self.videos,
             "tokens": self.tokens,
             "bytes": self.bytes,
             "errors": dict(sorted(self.errors.items())),
@@ -82,11 +86,12 @@ class ShardStats:
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> ShardStats:
         return cls(
-            int(doc["rows"]),
-            int(doc["images"]),
-            int(doc["tokens"]),
-            int(doc["bytes"]),
-            Counter({str(k): int(v) for k, v in doc["errors"].items()}),
+            rows=int(doc["rows"]),
+            images=int(doc["images"]),
+            tokens=int(doc["tokens"]),
+            videos=int(doc["videos"]),
+            bytes=int(doc["bytes"]),
+            errors=Counter({str(k): int(v) for k, v in doc["errors"].items()}),
         )
 
 

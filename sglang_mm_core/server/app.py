@@ -22,6 +22,7 @@ from starlette.requests import ClientDisconnect
 
 from .. import _native
 from .._carriers import MmInput
+from .._video_items import VideoOptions
 from .engine import Engine, Format, Kind, Ticket
 from .errors import Answer, answer_for, error_answer, not_ready, shutting_down
 from .schema import (
@@ -91,6 +92,16 @@ def _clip(text: str, n: int = MAX_ERROR_PART) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
+def _shown_loc(loc: Any) -> list[Any]:
+    """An error's location without FastAPI's ``body`` and a video's union tag."""
+    parts = list(loc)
+    return [
+        p
+        for i, p in enumerate(parts)
+        if p != "body" and not (p in ("source", "element") and i and isinstance(parts[i - 1], int))
+    ]
+
+
 def _validation_message(err: ValidationError | RequestValidationError) -> str:
     """The first few errors and how many there are: bounded whatever the body."""
     if isinstance(err, ValidationError):
@@ -101,7 +112,7 @@ def _validation_message(err: ValidationError | RequestValidationError) -> str:
         count = len(errors)
     parts = []
     for e in errors[:MAX_ERRORS_LISTED]:
-        loc = ".".join(str(p) for p in e.get("loc", ()) if p != "body")
+        loc = ".".join(str(p) for p in _shown_loc(e.get("loc", ())))
         parts.append(_clip(f"{loc or '(body)'}: {e.get('msg', 'invalid')}"))
     if count > MAX_ERRORS_LISTED:
         parts.append(f"and {count - MAX_ERRORS_LISTED} more error(s)")
@@ -118,9 +129,11 @@ def _parse(body: bytes) -> PreprocessRequest | str:
 
 # A request body is one object of a few fields holding flat arrays: token ids, a bounded
 # number of sources. Past these its parse would only build Python objects to refuse them.
+# A video given with its options is one more level of objects and a dozen members at most.
 MAX_BODY_MEMBERS = 64
-MAX_BODY_DEPTH = 2
+MAX_BODY_DEPTH = 3
 MIN_BODY_OTHER_VALUES = 4096
+VIDEO_MEMBERS = 1 + len(VideoOptions.model_fields)
 
 
 def _parse_big(body: bytes, max_ids: int, max_sources: int) -> PreprocessRequest | str | Answer:
@@ -128,13 +141,16 @@ def _parse_big(body: bytes, max_ids: int, max_sources: int) -> PreprocessRequest
     holds the GIL while it builds objects (a million keys take seconds), and the event loop
     needs it. A body no request can be is refused from its shape alone."""
     members, depth, ids, others, first = _native.json_shape(body)
-    if members > MAX_BODY_MEMBERS:
+    if members > MAX_BODY_MEMBERS + VIDEO_MEMBERS * max_sources:
         return (
             f"(body): {members} object members; a request is one object with the fields "
-            "input_ids, images and rid"
+            "input_ids, images, videos and rid (a video's options add a few)"
         )
     if depth > MAX_BODY_DEPTH:
-        return f"(body): JSON nested {depth} levels deep; a request holds only flat arrays"
+        return (
+            f"(body): JSON nested {depth} levels deep; a request holds flat arrays (and a "
+            "video's options, one level further)"
+        )
     limit = max(MIN_BODY_OTHER_VALUES, 2 * max_sources)
     if others > limit:
         first = first or 0  # set whenever others > 0
@@ -241,7 +257,7 @@ async def _serve(
     if isinstance(doc, str):
         return _respond(engine, error_answer(422, "ValidationError", doc))
     rid = doc.rid if doc.rid is not None or kind != "submit" else engine.new_rid()
-    req = MmInput(input_ids=doc.input_ids, images=doc.images, rid=rid)
+    req = MmInput(input_ids=doc.input_ids, images=doc.images, rid=rid, videos=doc.video_sources())
     ticket = Ticket(kind, req, rid or "", fmt, asyncio.get_running_loop(), deadline)
     ticket.compact = compact
     refused = engine.submit(ticket)
@@ -253,11 +269,31 @@ async def _serve(
     return _respond(engine, answer)
 
 
+def _inlined(schema: dict[str, Any]) -> dict[str, Any]:
+    """A JSON schema with its ``$defs`` written in place: an operation's ``openapi_extra`` is
+    copied into the document as is, where ``#/$defs/...`` would point at nothing."""
+    defs = schema.pop("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return walk(defs[ref.removeprefix("#/$defs/")])
+            return {k: walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    out: dict[str, Any] = walk(schema)
+    return out
+
+
 def _request_body_doc() -> dict[str, Any]:
+    schema = _inlined(PreprocessRequest.model_json_schema())
     return {
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": PreprocessRequest.model_json_schema()}},
+            "content": {"application/json": {"schema": schema}},
         }
     }
 

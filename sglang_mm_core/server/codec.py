@@ -18,12 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from .._carriers import DType, Geometry, MmItem, MmOutput, Tensor
+from .._carriers import DType, MmOutput, Tensor
 from .._outputs import (
     _NUMPY_FOR_TAG,
     FORMAT_VERSION,
     decode_safetensors,
     encode_safetensors,
+    item_from_meta,
+    item_meta,
     output_tensors,
     read_safetensors,
 )
@@ -66,12 +68,7 @@ def output_json(out: MmOutput, data: Any = _tolist) -> dict[str, Any]:
         "items": [
             {
                 "hash": it.hash,
-                "tokens": it.tokens,
-                "geometry": {
-                    "height": it.geometry.height,
-                    "width": it.geometry.width,
-                    "grid": list(it.geometry.grid),
-                },
+                **item_meta(it),
                 # The JSON form is the compatible one: a compact feature is sent expanded.
                 "feature": _tensor_json(
                     it.feature if isinstance(it.feature, Tensor) else it.feature.expand()
@@ -191,16 +188,11 @@ def decode_json(body: bytes | str | Mapping[str, Any]) -> MmOutput:
         else:
             positions = Rope1D(len(ids))
         items = [
-            MmItem(
+            item_from_meta(
+                it,
                 _tensor_from_json(it["feature"]),
                 {k: _tensor_from_json(t) for k, t in it["aux"].items()},
                 int(it["hash"]),
-                Geometry(
-                    int(it["geometry"]["height"]),
-                    int(it["geometry"]["width"]),
-                    tuple(it["geometry"]["grid"]),
-                ),
-                int(it["tokens"]),
             )
             for it in doc["items"]
         ]

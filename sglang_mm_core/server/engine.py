@@ -282,7 +282,12 @@ class Engine:
             except Exception as e:
                 self._complete(ticket, answer_for(e, f"request {ticket.rid!r}"))
                 return
-            body = {"rid": req.rid, "length": count.length, "per_item": count.per_item}
+            body = {
+                "rid": req.rid,
+                "length": count.length,
+                "per_item": count.per_item,
+                "modalities": count.modalities,
+            }
             self._complete(ticket, Answer(200, json.dumps(body).encode(), "application/json"))
             return
         try:

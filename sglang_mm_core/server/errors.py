@@ -1,10 +1,12 @@
 """How failures become HTTP answers: one status per error class, one JSON body shape.
 
-Every error body is ``{"error": {"type", "message", "item"}}``: ``type`` is the error class
-name (``FetchError``, ``LimitError``, ``QueueFull`` ...), ``item`` the request's image index or
-null; an error with structured fields (``MmError.fields``: a limit's name and values, a
-detected format) adds them as ``"fields"``. 4xx are the client's fault and logged at debug
-level; 500 means a bug (ours or a plugin's) and is logged with its traceback."""
+Every error body is ``{"error": {"type", "message", "item", "modality"}}``: ``type`` is the
+error class name (``FetchError``, ``LimitError``, ``QueueFull`` ...), ``item`` the index of the
+request's item concerned or null, ``modality`` which of the request's lists it indexes
+(``"image"`` or ``"video"``; null without an item); an error with structured fields
+(``MmError.fields``: a limit's name and values, a detected format) adds them as
+``"fields"``. 4xx are the client's fault and logged at debug level; 500 means a bug (ours or
+a plugin's) and is logged with its traceback."""
 
 from __future__ import annotations
 
@@ -45,8 +47,10 @@ def error_answer(
     item: int | None = None,
     headers: dict[str, str] | None = None,
     fields: dict[str, Any] | None = None,
+    modality: str | None = None,
 ) -> Answer:
     detail: dict[str, Any] = {"type": type_, "message": message, "item": item}
+    detail["modality"] = None if item is None else (modality or "image")
     if fields:
         detail["fields"] = fields
     body = json.dumps({"error": detail}).encode()
@@ -73,8 +77,11 @@ def answer_for(err: BaseException, what: str = "request") -> Answer:
         log.error("internal error while serving %s", what, exc_info=err)
         return error_answer(500, "InternalError", f"internal error ({type(err).__name__})")
     item, fields = (err.item, err.fields) if isinstance(err, MmError) else (None, None)
+    modality = err.modality if isinstance(err, MmError) else None
     log.debug("rejected %s with %d: %s", what, status, err)
-    return error_answer(status, type(err).__name__, str(err), item, fields=fields)
+    return error_answer(
+        status, type(err).__name__, str(err), item, fields=fields, modality=modality
+    )
 
 
 def queue_full() -> Answer:

@@ -8,14 +8,18 @@ from typing import Annotated, Any
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     StrictInt,
     StrictStr,
+    Tag,
     ValidatorFunctionWrapHandler,
     field_validator,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
+
+from .._video_items import VideoOptions
 
 INT64_MAX = 2**63 - 1
 # Strict: a JSON ``true``, ``"5"`` or ``7.0`` is not a token id.
@@ -55,9 +59,27 @@ def _is_str(x: Any) -> bool:
     return type(x) is str
 
 
+def _is_video(x: Any) -> bool:
+    return type(x) is str or type(x) is dict
+
+
+def _video_kind(value: Any) -> str:
+    """A video is a source string or an element object: its errors name that branch only."""
+    return "source" if isinstance(value, str) else "element"
+
+
+class VideoElement(VideoOptions):
+    """A video with its own options, named as qwen-vl-utils' message elements name them;
+    those left out follow the family's params."""
+
+    video: StrictStr = Field(
+        description="The video's source, in any of the forms an image source takes."
+    )
+
+
 class PreprocessRequest(BaseModel):
-    """One request: the prompt's token ids (one placeholder per image, as the family's layout
-    expects) and its images in placeholder order."""
+    """One request: the prompt's token ids (one placeholder per item, as the family's layout
+    expects), its images and its videos, each list in the order of its placeholders."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -73,6 +95,23 @@ class PreprocessRequest(BaseModel):
         description="Each an http(s) URL, a data: URL, bare base64 or, when the fetch policy "
         "allows it, a file path or file:// URL.",
     )
+    videos: list[
+        Annotated[
+            Annotated[StrictStr, Tag("source")] | Annotated[VideoElement, Tag("element")],
+            Discriminator(_video_kind),
+        ]
+    ] = Field(
+        default_factory=list,
+        description="Each a source (the forms images take) or an object holding the source "
+        'under "video" with per-video options (fps, nframes, min_frames, max_frames, '
+        "min_pixels, max_pixels, total_pixels, video_start, video_end, resized_height, "
+        "resized_width), for families that take videos.",
+    )
+
+    def video_sources(self) -> list[str | dict[str, Any]]:
+        """The videos as `MmInput` takes them: a source, or a mapping of the source and the
+        options given."""
+        return [v if isinstance(v, str) else v.model_dump(exclude_none=True) for v in self.videos]
 
     # The element checks run in Python before pydantic's own, so a list of a million bad
     # elements is one short error, not a million (pydantic builds every one of them).
@@ -112,11 +151,26 @@ class PreprocessRequest(BaseModel):
                 raise PydanticCustomError("images", "{text}", {"text": text})
         return handler(value)
 
+    @field_validator("videos", mode="wrap")
+    @classmethod
+    def _strict_videos(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        if isinstance(value, list) and value and not set(map(type, value)) <= {str, dict}:
+            bad, count = _first_bad(value, _is_video)
+            if count > 1:
+                text = bounded_list_error("videos", bad, count, "strings or objects")
+                raise PydanticCustomError("videos", "{text}", {"text": text})
+        return handler(value)
+
 
 class ErrorDetail(BaseModel):
     type: str = Field(description="Error class: FetchError, LimitError, QueueFull, ...")
     message: str
-    item: int | None = Field(None, description="Index of the image concerned, if any.")
+    item: int | None = Field(
+        None, description="Index of the item concerned in the request's list of its modality."
+    )
+    modality: str | None = Field(
+        None, description='"image" or "video": the list item indexes (null without an item).'
+    )
     fields: dict[str, str | int | bool] | None = Field(
         None,
         description="Structured fields of the error, when it has any: LimitError's limit, "
@@ -131,7 +185,8 @@ class ErrorBody(BaseModel):
 class TokensAnswer(BaseModel):
     rid: str | None
     length: int = Field(description="Length of the expanded input_ids.")
-    per_item: list[int] = Field(description="Tokens each image takes.")
+    per_item: list[int] = Field(description="Tokens each item takes, in prompt order.")
+    modalities: list[str] = Field(description='Each item\'s modality: "image" or "video".')
 
 
 class FamilyEntry(BaseModel):
@@ -161,4 +216,5 @@ __all__ = [
     "HealthAnswer",
     "PreprocessRequest",
     "TokensAnswer",
+    "VideoElement",
 ]

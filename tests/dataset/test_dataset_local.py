@@ -56,7 +56,7 @@ def assert_same_as_process(
             assert out.offsets == ref.offsets
             assert out.hashes == ref.hashes
             assert row.tokens == len(ref.input_ids)
-            assert row.image_tokens == [it.tokens for it in ref.items]
+            assert row.item_tokens == [it.tokens for it in ref.items]
             if isinstance(ref.positions, MRope):
                 assert isinstance(out.positions, MRope)
                 assert_array_equal(out.positions.positions, ref.positions.positions)
@@ -166,9 +166,9 @@ def test_count_only(
                 assert f.error is not None  # what count_tokens refuses, process refuses
                 continue
             assert c.error is None
-            assert (c.tokens, c.image_tokens) == (ref.length, ref.per_item)
+            assert (c.tokens, c.item_tokens) == (ref.length, ref.per_item)
             # the header-only counts are the full pipeline's
-            assert (c.tokens, c.image_tokens) == (f.tokens, f.image_tokens)
+            assert (c.tokens, c.item_tokens) == (f.tokens, f.item_tokens)
             good += 1
     assert good > 150
     assert summary.tokens == sum(c.tokens or 0 for c in counts)
@@ -182,7 +182,7 @@ def test_summary_totals(corpus: Corpus, local_qwen_run: tuple[Path, Summary]) ->
     rows = read_shards(folder)
     assert summary.rows == len(rows) == corpus.n_rows
     assert summary.tokens == sum(r.tokens or 0 for r in rows)
-    assert summary.images == sum(len(r.image_tokens or []) for r in rows if r.error is None)
+    assert summary.images == sum(len(r.item_tokens or []) for r in rows if r.error is None)
     assert summary.errors == {
         t: sum(1 for r in rows if r.error is not None and r.error.type == t)
         for t in {r.error.type for r in rows if r.error is not None}

@@ -26,13 +26,20 @@ def post(srv: MmServer, path: str, body: Any, **kw: Any) -> requests.Response:
     return requests.post(srv.url + path, data=data, timeout=30, **kw)
 
 
-def assert_error(resp: requests.Response, status: int, kind: str, item: int | None = None) -> None:
+def assert_error(
+    resp: requests.Response,
+    status: int,
+    kind: str,
+    item: int | None = None,
+    modality: str = "image",
+) -> None:
     assert resp.status_code == status, resp.text
     assert resp.headers["content-type"].startswith("application/json")
     err = resp.json()["error"]
-    assert set(err) - {"fields"} == {"type", "message", "item"}
+    assert set(err) - {"fields"} == {"type", "message", "item", "modality"}
     assert err["type"] == kind, err
     assert err["item"] == item, err
+    assert err["modality"] == (None if item is None else modality), err
     assert err["message"]
 
 
@@ -121,7 +128,8 @@ def test_health_families_metrics_openapi(
         api["paths"]
     )
     schema = api["paths"]["/v1/preprocess"]["post"]["requestBody"]["content"]["application/json"]
-    assert set(schema["schema"]["properties"]) == {"rid", "input_ids", "images"}
+    assert set(schema["schema"]["properties"]) == {"rid", "input_ids", "images", "videos"}
+    assert "$defs" not in json.dumps(schema)  # every schema inlined: no dangling reference
 
 
 @pytest.mark.parametrize(

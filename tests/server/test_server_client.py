@@ -79,7 +79,8 @@ def test_an_idle_connection_closed_by_the_server_is_replaced(
 
 
 def test_a_chunked_answer_is_read_whole(peer_factory: list[ScriptedPeer]) -> None:
-    body = json.dumps({"rid": None, "length": 7, "per_item": [3]}).encode()
+    body = json.dumps({"rid": None, "length": 7, "per_item": [3], "modalities": ["image"]})
+    body = body.encode()
     chunks = b"".join(
         b"%x\r\n%s\r\n" % (len(body[i : i + 5]), body[i : i + 5]) for i in range(0, len(body), 5)
     )
@@ -92,7 +93,7 @@ def test_a_chunked_answer_is_read_whole(peer_factory: list[ScriptedPeer]) -> Non
     peer_factory.append(peer)
     with Client(peer.url) as c:
         count = c.tokens({"input_ids": [1, 2]})
-    assert (count.length, count.per_item) == (7, [3])
+    assert (count.length, count.per_item, count.modalities) == (7, [3], ["image"])
 
 
 def test_error_bodies_become_typed_errors(peer_factory: list[ScriptedPeer]) -> None:

@@ -88,6 +88,7 @@ def test_drain_is_columnar_and_zero_copy(
                     "type": "HostError",
                     "message": "too busy for text",
                     "item": None,
+                    "modality": None,
                 }
             else:
                 assert resp.status_code == 200
