@@ -418,7 +418,7 @@ class Pipeline:
             plans = [plans[i] for i in order]
             modalities = [modalities[i] for i in order]
         per_item = [p.content for p in plans]
-        length = len(ids) - len(items) + sum(p.length for p in plans)
+        length = len(ids) + sum(p.length - p.replaces for p in plans)
         return TokenCount(length, per_item, modalities)
 
     def _video_plan_of_header(

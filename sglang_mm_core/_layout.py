@@ -35,18 +35,32 @@ class Repeat:
 class Explicit:
     """An exact id sequence (tile markers, row separators). The item's offsets cover
     ``ids[content[0]:content[1]]`` (the whole sequence when ``content`` is None), so wrapper
-    tokens such as ``<img>`` can stay outside."""
+    tokens such as ``<img>`` can stay outside.
+
+    With ``replaces_markers`` the ids replace the placeholder *and* the two marker tokens
+    directly around it (its `Placeholder.between`, which must then be set, so the markers are
+    checked to be there): the sequence writes its own markers and may put tokens before the
+    prompt's opening one (Qwen3-VL's first video timestamp under transformers 4)."""
 
     ids: tuple[int, ...]
     content: tuple[int, int] | None = None
+    replaces_markers: bool = False
 
 
 Pattern: TypeAlias = Repeat | Explicit
 
 
+def replaced_tokens(pattern: Pattern) -> int:
+    """Prompt tokens ``pattern`` replaces: its placeholder (1), and its two markers too (3)
+    when it `Explicit.replaces_markers`."""
+    return 3 if type(pattern) is Explicit and pattern.replaces_markers else 1
+
+
 @dataclass(frozen=True)
 class Media:
-    """Item ``item`` replaces one placeholder token with ``pattern``."""
+    """Item ``item`` replaces one placeholder token with ``pattern`` (the placeholder and
+    the markers around it when the pattern `Explicit.replaces_markers`: see
+    `replaced_tokens`)."""
 
     item: int
     pattern: Pattern
@@ -171,13 +185,14 @@ def apply_layout(
             raise LayoutError(f"layout places item {seg.item}, but the request has {n_items}")
         if offsets[seg.item] is not None:
             raise LayoutError(f"layout places item {seg.item} twice")
-        if consumed >= n_src:
+        taken = replaced_tokens(seg.pattern)
+        if consumed + taken > n_src:
             raise LayoutError(f"item {seg.item} has no placeholder token left to replace")
         ids, a, b = _pattern_ids(seg.pattern)
         offsets[seg.item] = (length + a, length + b - 1)
         parts.append(ids)
         length += len(ids)
-        consumed += 1
+        consumed += taken
     if consumed != n_src:
         raise LayoutError(f"layout leaves prompt tokens {consumed}..{n_src - 1} unconsumed")
     missing = [k for k, off in enumerate(offsets) if off is None]
@@ -210,8 +225,10 @@ def layout_by_placeholder_patterns(
     *,
     between: tuple[int, int] | None = None,
 ) -> TokenLayout:
-    """Like `layout_by_placeholder`, with any pattern per item (e.g. `Explicit` tiles)."""
+    """Like `layout_by_placeholder`, with any pattern per item (e.g. `Explicit` tiles; one
+    that `Explicit.replaces_markers` needs ``between``)."""
     src, at = check_placeholders(input_ids, placeholder_id, len(patterns), between)
+    _check_marker_patterns(patterns, between)
     return TokenLayout(_placeholder_segments(len(src), at, patterns))
 
 
@@ -227,6 +244,7 @@ def layout_by_placeholder_kinds(
     found: list[tuple[int, int, int]] = []  # (prompt index, kind, index in kind)
     for kind, (token, between, patterns) in enumerate(kinds):
         _, at = check_placeholders(src, token, len(patterns), between)
+        _check_marker_patterns(patterns, between)
         found += [(pos, kind, k) for k, pos in enumerate(at)]
     found.sort()
     order = [(kind, k) for _, kind, k in found]
@@ -303,16 +321,31 @@ def _placeholders(
     return src, at
 
 
+def _check_marker_patterns(patterns: Sequence[Pattern], between: tuple[int, int] | None) -> None:
+    """A pattern that replaces its placeholder's markers needs markers to replace."""
+    if between is None:
+        for k, pattern in enumerate(patterns):
+            if replaced_tokens(pattern) != 1:
+                raise LayoutError(
+                    f"item {k}'s tokens replace the markers around its placeholder, but the "
+                    "placeholder has none (Placeholder.between is None)"
+                )
+
+
 def _placeholder_segments(
     n_src: int, at: Sequence[int], patterns: Sequence[Pattern]
 ) -> tuple[Segment, ...]:
     segments: list[Segment] = []
     start = 0
     for k, pos in enumerate(at):
-        if pos > start:
-            segments.append(Text(start, pos))
+        wide = replaced_tokens(patterns[k]) == 3  # the markers at pos - 1 and pos + 1 too
+        first = pos - 1 if wide else pos
+        if first < start:
+            raise LayoutError(f"item {k}'s placeholder (token {pos}) shares a marker")
+        if first > start:
+            segments.append(Text(start, first))
         segments.append(Media(k, patterns[k]))
-        start = pos + 1
+        start = pos + 2 if wide else pos + 1
     if start < n_src:
         segments.append(Text(start, n_src))
     return tuple(segments)
@@ -333,4 +366,5 @@ __all__ = [
     "layout_by_placeholder_kinds",
     "layout_by_placeholder_patterns",
     "placeholder_indices",
+    "replaced_tokens",
 ]

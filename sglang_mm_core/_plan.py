@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ._carriers import Geometry
 from ._features import Part
-from ._layout import Explicit, Pattern, Repeat
+from ._layout import Explicit, Pattern, Repeat, replaced_tokens
 
 
 @dataclass(frozen=True)
@@ -16,7 +16,8 @@ class Plan:
     """One item's plan.
 
     - ``tokens``: what its placeholder becomes, a `Repeat` or an `Explicit` (whose
-      ``content`` range is the item's offsets; wrapper tokens stay outside);
+      ``content`` range is the item's offsets; wrapper tokens stay outside; with
+      ``replaces_markers`` it replaces the placeholder's markers too);
     - ``geometry``: the resized ``(height, width)`` and the family's grid, which the output
       carries and the positions read;
     - ``parts``: how the pixels are cut and resized (`Part`); empty means one part, the
@@ -38,6 +39,13 @@ class Plan:
         """Tokens the placeholder expands to, wrappers included."""
         t = self.tokens
         return t.count if isinstance(t, Repeat) else len(t.ids)
+
+    @property
+    def replaces(self) -> int:
+        """Prompt tokens the item's tokens replace: its placeholder, and the two markers
+        around it when ``tokens`` `Explicit.replaces_markers` (so a prompt's expanded length
+        is its own plus ``length - replaces`` per item)."""
+        return replaced_tokens(self.tokens)
 
     @property
     def content(self) -> int:

@@ -188,3 +188,35 @@ def test_placeholders_between_markers() -> None:
         layout_by_placeholder([5, 9, 6], 9, [1], between=(5, 2**70))
     with pytest.raises(LayoutError, match="1 media placeholder"):  # the count is checked first
         layout_by_placeholder([1, 9, 2], 9, [1, 1], between=(5, 6))
+
+
+def test_explicit_replacing_its_markers() -> None:
+    """``replaces_markers``: the ids take the placeholder and its two markers (1 ... 2), so
+    they may begin before the opening marker and write their own."""
+    start, end, ph = 1, 2, 5
+    prompt = [9, start, ph, end, 8, start, ph, end]
+    wide = Explicit(
+        (30, start, 5, 5, end, 31, start, 5, end), content=(2, 8), replaces_markers=True
+    )
+    narrow = Explicit((5, 5), content=None)
+    layout = layout_by_placeholder_patterns(prompt, ph, [wide, narrow], between=(start, end))
+    assert layout.segments == (Text(0, 1), Media(0, wide), Text(4, 6), Media(1, narrow), Text(7, 8))
+    out = apply_layout(prompt, layout, 2)
+    assert out.input_ids.tolist() == [9, 30, 1, 5, 5, 2, 31, 1, 5, 2, 8, 1, 5, 5, 2]
+    assert out.offsets == [(3, 8), (12, 13)]
+    from sglang_mm_core._layout import replaced_tokens
+    from sglang_mm_core.plugin import Geometry, Plan
+
+    assert [replaced_tokens(p) for p in (wide, narrow, Repeat(5, 2))] == [3, 1, 1]
+    plans = [Plan(p, Geometry(1, 1, (1,))) for p in (wide, narrow)]
+    assert len(prompt) + sum(p.length - p.replaces for p in plans) == len(out.input_ids)
+
+
+def test_explicit_replacing_markers_needs_them() -> None:
+    wide = Explicit((30, 5, 31), replaces_markers=True)
+    with pytest.raises(LayoutError, match="has none"):
+        layout_by_placeholder_patterns([9, 1, 5, 2], 5, [wide])
+    with pytest.raises(LayoutError, match="not directly between"):
+        layout_by_placeholder_patterns([9, 5, 2], 5, [wide], between=(1, 2))
+    with pytest.raises(LayoutError, match="no placeholder token left"):
+        apply_layout([9, 5], TokenLayout([Text(0, 1), Media(0, wide)]), 1)
