@@ -194,6 +194,12 @@ class Writer:
         for ``plan``'s one part), in order. Only writers with a time axis lay out videos."""
         raise KernelArgumentError(f"the {type(self).__name__} writer lays out no video")
 
+    def video_sink(self, plan: Plan, table: Table, frames: int) -> VideoSink | None:
+        """Where a video's full feature is written frame by frame as frames are coded, so
+        the codes of the whole clip are never held (None: the writer has none, and the full
+        feature is `video`'s expanded)."""
+        return None
+
     def kernel_size(self, plan: Plan, codes: bool) -> int:
         """Elements a kernel writes for ``plan``: the full shape's (frames a writer repeats
         are written once, where the writer says so)."""
@@ -303,6 +309,56 @@ class PatchRows(Writer):
                 codes[g, :, :, k, :] = per[g * tps + k]
         shape = (groups * rows, width)
         return _compact(codes.reshape(groups * rows, 3, 1, tps * pp), table, shape, 1, 2, 1)
+
+    def video_sink(self, plan: Plan, table: Table, frames: int) -> VideoSink:
+        """`video`'s layout, expanded through ``table`` as each frame arrives."""
+        if frames < 1:
+            raise KernelArgumentError("a video needs at least one frame")
+        rows, _ = self.shape(plan)
+        return _PatchRowsVideo(table, frames, rows, self.temporal_patch_size, self.patch_size**2)
+
+
+class VideoSink:
+    """A video's full feature, allocated once and filled frame by frame: `put` the codes of
+    the frame at each position of the sampled sequence, then `finish`."""
+
+    def put(self, position: int, codes: npt.NDArray[np.uint8]) -> None:
+        raise NotImplementedError
+
+    def finish(self) -> Tensor:
+        raise NotImplementedError
+
+
+class _PatchRowsVideo(VideoSink):
+    """`PatchRows.video` expanded in place: ``[groups, rows, 3, tps, pp]`` values, frame
+    ``position`` at group ``position // tps``, slot ``position % tps``."""
+
+    def __init__(self, table: Table, frames: int, rows: int, tps: int, pp: int) -> None:
+        self.table, self.frames, self.rows, self.tps, self.pp = table, frames, rows, tps, pp
+        groups = -(-frames // tps)
+        self.values = np.empty((groups, rows, 3, tps, pp), dtype=table.values.dtype)
+        self.filled = np.zeros(frames, dtype=bool)
+
+    def put(self, position: int, codes: npt.NDArray[np.uint8]) -> None:
+        if not 0 <= position < self.frames:
+            raise KernelArgumentError(f"frame position {position} outside 0..{self.frames - 1}")
+        frame = codes.reshape(self.rows, 3, self.pp)
+        g, k = divmod(position, self.tps)
+        luts = self.table.values
+        for c in range(3):
+            self.values[g, :, c, k, :] = luts[c][frame[:, c, :]]
+        self.filled[position] = True
+
+    def finish(self) -> Tensor:
+        if not self.filled.all():
+            missing = int(np.flatnonzero(~self.filled)[0])
+            raise KernelArgumentError(f"frame position {missing} of the video was never written")
+        g, k = divmod(self.frames - 1, self.tps)
+        for slot in range(k + 1, self.tps):  # the last frame repeated, as HF does
+            self.values[g, :, :, slot, :] = self.values[g, :, :, k, :]
+        groups = self.values.shape[0]
+        flat = self.values.reshape(groups * self.rows, 3 * self.tps * self.pp)
+        return Tensor(flat, self.table.dtype)
 
 
 @dataclass(frozen=True)
@@ -465,6 +521,7 @@ __all__ = [
     "Rect",
     "Table",
     "Tiles",
+    "VideoSink",
     "Writer",
     "hf_backend",
 ]

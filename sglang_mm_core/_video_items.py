@@ -19,6 +19,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._carriers import ProcessedItem, Source, Tensor
+from ._compact import CompactTensor
 from ._plan import Plan
 from ._video import VideoHeader, VideoLimits, count_frames, iter_frames, probe
 from .errors import KernelArgumentError, MmRequestError, PluginError
@@ -162,14 +163,25 @@ def process_video(
     if table is None or recipe is None:
         raise PluginError(f"family {family.name!r}: video features need a table and a resample")
     parts = [p._native() for p in vplan.plan.parts]
+    sink = None if compact else features.writer.video_sink(vplan.plan, table, len(vplan.indices))
+    positions: dict[int, list[int]] = {}
+    for k, i in enumerate(vplan.indices):
+        positions.setdefault(i, []).append(k)
     codes: dict[int, npt.NDArray[np.uint8]] = {}
     for index, frame in iter_frames(data, vplan.indices, limits):
         if scope is not None:
             scope.check()
-        codes[index] = recipe.run(frame, parts, table._native, True, max(1, threads))
-    ordered = [codes[i] for i in vplan.indices]
-    packed = features.writer.video(ordered, vplan.plan, table)
-    feature = packed if compact else packed.expand()
+        got = recipe.run(frame, parts, table._native, True, max(1, threads))
+        if sink is None:
+            codes[index] = got
+        else:  # the full feature written as it comes: no clip's worth of codes is held
+            for k in positions[index]:
+                sink.put(k, got)
+    if sink is not None:
+        feature: Tensor | CompactTensor = sink.finish()
+    else:
+        packed = features.writer.video([codes[i] for i in vplan.indices], vplan.plan, table)
+        feature = packed if compact else packed.expand()
     return ProcessedItem(feature, dict(vplan.aux), vplan.plan.geometry, vplan.plan)
 
 
