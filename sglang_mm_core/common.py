@@ -83,7 +83,13 @@ def resize_rgb(
     out_w: int,
     out_h: int,
     resample: Literal[
-        "pil_lanczos", "pil_bicubic", "pil_bilinear", "aten_u8", "aten_u8_bilinear"
+        "pil_lanczos",
+        "pil_bicubic",
+        "pil_bilinear",
+        "aten_u8",
+        "aten_u8_bilinear",
+        "aten_f32",
+        "aten_f32_nofma",
     ] = "pil_lanczos",
     *,
     pass_order: Literal["pillow13", "pillow12"] = "pillow13",
@@ -92,8 +98,10 @@ def resize_rgb(
     """Resize a C-contiguous RGB uint8 ``[h, w, 3]`` array, bit-exact with Pillow 13's
     ``Image.resize`` (``pil_lanczos``, ``pil_bicubic``, ``pil_bilinear``; ``pass_order``
     ``pillow12`` reproduces older Pillow) or torchvision's antialiased uint8 resize
-    (``aten_u8`` bicubic, ``aten_u8_bilinear``). ``threads`` splits rows; the result does not
-    depend on it."""
+    (``aten_u8`` bicubic, ``aten_u8_bilinear``), or torchvision's v1 ``functional.resize`` of a
+    uint8 tensor, bicubic with antialias, which resizes in float32 and rounds back
+    (``aten_f32``: aten's AVX2 build, with its fused multiply-adds; ``aten_f32_nofma``: its
+    portable build). ``threads`` splits rows; the result does not depend on it."""
     return _native.resize_rgb(arr, out_w, out_h, resample, pass_order, threads)
 
 

@@ -2,7 +2,9 @@
 //! `pil_bicubic`, `pil_bilinear`) and with torchvision's uint8 antialiased resize (`aten_u8`,
 //! bicubic; `aten_u8_bilinear`). Every resampler shares one geometry (Pillow's
 //! `precompute_coeffs`) and the same two passes; they differ in the filter and the fixed-point
-//! precision of the weights.
+//! precision of the weights. Beside them, torchvision's float antialiased bicubic of a uint8
+//! image cast to float32 (`aten_f32`, `aten_f32_nofma`; module `float`): the same geometry
+//! with float32 weights and a float32 intermediate, rounded back to uint8.
 //!
 //! A resize is planned once per (input size, output size, resampler, pass order) — coefficient
 //! tables and pass order — and then run; [`ResizePlan`] lets a caller reuse one plan across many
@@ -12,6 +14,7 @@
 //! [`PassOrder`], [`ResizePlan`], [`RowScratch`], [`resize_rgb`] and the caps.
 
 mod coeffs;
+mod float;
 mod passes;
 
 use crate::error::{KernelError, Result};
@@ -19,6 +22,7 @@ use crate::image::{RgbImage, RgbView};
 use crate::limits::{MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE};
 use crate::par::Par;
 use coeffs::{AxisCoeffs, Filter};
+use float::{FloatAxis, FloatScratch, FloatSteps, Fma};
 use passes::{Kernel, Region};
 
 /// Largest output (and intermediate) image, in pixels: Pillow's decompression-bomb threshold.
@@ -44,9 +48,18 @@ pub enum Resample {
     /// torchvision's `resize(uint8, BILINEAR, antialias=True)`: the triangle with aten's int16
     /// weights, horizontal first.
     AtenU8Bilinear,
+    /// torchvision's v1 `transforms.functional.resize(uint8, BICUBIC, antialias=True)` on the
+    /// CPU, as qwen-vl-utils resizes video frames: the image cast to float32, aten's float
+    /// antialiased bicubic (float32 weights and intermediate, horizontal first), then
+    /// `clamp(0, 255)`, round half to even and cast to uint8; bit-exact with aten's AVX2 build
+    /// (its fused multiply-adds), what x86-64 servers run.
+    AtenF32,
+    /// [`Resample::AtenF32`] as aten's portable build computes it (`ATEN_CPU_CAPABILITY=default`:
+    /// no fused multiply-add); it differs from the AVX2 build on about one sample in 60,000.
+    AtenF32NoFma,
 }
 
-/// Pass order of the Pillow resamplers (the `aten_u8*` ones are always horizontal first).
+/// Pass order of the Pillow resamplers (the `aten_*` ones are always horizontal first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum PassOrder {
     /// Pillow >= 13: vertical first when `(h - h') > 0` and `(h - h') > 2 * (w - w')`.
@@ -65,9 +78,11 @@ impl Resample {
             "pil_bilinear" => Ok(Self::PilBilinear),
             "aten_u8" => Ok(Self::AtenU8),
             "aten_u8_bilinear" => Ok(Self::AtenU8Bilinear),
+            "aten_f32" => Ok(Self::AtenF32),
+            "aten_f32_nofma" => Ok(Self::AtenF32NoFma),
             other => Err(KernelError::InvalidArgument(format!(
                 "unknown resample {other:?} (expected pil_lanczos, pil_bicubic, pil_bilinear, \
-                 aten_u8 or aten_u8_bilinear)"
+                 aten_u8, aten_u8_bilinear, aten_f32 or aten_f32_nofma)"
             ))),
         }
     }
@@ -80,6 +95,17 @@ impl Resample {
             Self::PilBilinear => "pil_bilinear",
             Self::AtenU8 => "aten_u8",
             Self::AtenU8Bilinear => "aten_u8_bilinear",
+            Self::AtenF32 => "aten_f32",
+            Self::AtenF32NoFma => "aten_f32_nofma",
+        }
+    }
+
+    /// The float build a float resampler reproduces (`None` for the fixed-point ones).
+    fn float(self) -> Option<Fma> {
+        match self {
+            Self::AtenF32 => Some(Fma::Aten),
+            Self::AtenF32NoFma => Some(Fma::None),
+            _ => None,
         }
     }
 
@@ -91,6 +117,10 @@ impl Resample {
             Self::PilBilinear => AxisCoeffs::pil(Filter::Triangle, in_size, out_size),
             Self::AtenU8 => AxisCoeffs::aten_bicubic(in_size, out_size),
             Self::AtenU8Bilinear => AxisCoeffs::aten_bilinear(in_size, out_size),
+            Self::AtenF32 | Self::AtenF32NoFma => Err(KernelError::InvalidArgument(format!(
+                "{} has float weights, not a fixed-point table",
+                self.name()
+            ))),
         }
     }
 }
@@ -127,6 +157,8 @@ enum Steps {
         h: AxisCoeffs,
         cols: (usize, usize),
     },
+    /// A float resampler: its passes (horizontal first), fused per band in the same way.
+    Float(FloatSteps),
 }
 
 /// Output rows per step of a fused resize (bounds the rolling intermediate buffer).
@@ -165,8 +197,44 @@ impl ResizePlan {
         check_size("output", out_w, out_h)?;
         let need_h = out_w != in_w;
         let need_v = out_h != in_h;
+        if let Some(fma) = resample.float() {
+            let axis = |n, m| FloatAxis::aten_bicubic(n, m, fma);
+            let steps = if need_h || need_v {
+                let h = if need_h {
+                    Some(axis(in_w, out_w)?)
+                } else {
+                    None
+                };
+                let v = if need_v {
+                    Some(axis(in_h, out_h)?)
+                } else {
+                    None
+                };
+                Steps::Float(FloatSteps {
+                    h,
+                    v,
+                    one_column: out_w == 1,
+                })
+            } else {
+                Steps::Copy
+            };
+            return Ok(Self {
+                in_w,
+                in_h,
+                out_w,
+                out_h,
+                steps,
+            });
+        }
         let vertical_first = match (resample, order) {
-            (Resample::AtenU8 | Resample::AtenU8Bilinear, _) | (_, PassOrder::Pillow12) => false,
+            (
+                Resample::AtenU8
+                | Resample::AtenU8Bilinear
+                | Resample::AtenF32
+                | Resample::AtenF32NoFma,
+                _,
+            )
+            | (_, PassOrder::Pillow12) => false,
             // Pillow >= 13 (`ImagingResampleInner`), compared in signed arithmetic.
             (_, PassOrder::Pillow13) => {
                 let dh = in_h as i128 - out_h as i128;
@@ -272,6 +340,17 @@ impl ResizePlan {
                 });
                 out
             }
+            Steps::Float(steps) => {
+                let row_bytes = self.out_w * 3;
+                let mut out = vec![0u8; row_bytes * self.out_h];
+                par.for_each_band(&mut out, row_bytes, |first, band| {
+                    let mut scratch = FloatScratch::default();
+                    for (i, chunk) in band.chunks_mut(row_bytes * CHUNK_ROWS).enumerate() {
+                        steps.rows(full, first + i * CHUNK_ROWS, chunk, &mut scratch, k);
+                    }
+                });
+                out
+            }
         };
         RgbImage::new(self.out_w, self.out_h, data)
     }
@@ -284,6 +363,7 @@ pub struct RowScratch {
     tmp: Vec<u8>,
     transpose: Vec<u8>,
     mid: Rolling,
+    float: FloatScratch,
 }
 
 impl Default for RowScratch {
@@ -292,6 +372,7 @@ impl Default for RowScratch {
             tmp: Vec::new(),
             transpose: Vec::new(),
             mid: Rolling::new(0),
+            float: FloatScratch::default(),
         }
     }
 }
@@ -304,6 +385,7 @@ impl ResizePlan {
             Steps::Vertical(v)
             | Steps::HorizontalThenVertical { v, .. }
             | Steps::VerticalThenHorizontal { v, .. } => v.window_union(y0, y1),
+            Steps::Float(steps) => steps.input_rows(y0, y1),
         }
     }
 
@@ -344,6 +426,7 @@ impl ResizePlan {
             tmp,
             transpose,
             mid,
+            float,
         } = scratch;
         match &self.steps {
             Steps::Copy => out.copy_from_slice(src),
@@ -375,6 +458,7 @@ impl ResizePlan {
                 };
                 passes::horizontal_rows(mid, h, y0, out, transpose, k);
             }
+            Steps::Float(steps) => steps.rows(region, y0, out, float, k),
         }
         Ok(())
     }
@@ -473,12 +557,14 @@ pub fn resize_rgb(
 mod tests {
     use super::*;
 
-    const ALL: [Resample; 5] = [
+    const ALL: [Resample; 7] = [
         Resample::PilLanczos,
         Resample::PilBicubic,
         Resample::PilBilinear,
         Resample::AtenU8,
         Resample::AtenU8Bilinear,
+        Resample::AtenF32,
+        Resample::AtenF32NoFma,
     ];
 
     fn gradient(w: usize, h: usize) -> RgbImage {
