@@ -83,6 +83,13 @@ class QwenVLParams(FamilyParams):
     tokens_per_second: int = Field(
         2, gt=0, description="Qwen2.5-VL's temporal positions per second of video."
     )
+    video_markers: Literal["keep", "replace"] = Field(
+        "keep",
+        description=(
+            "Qwen3-VL: the timestamped expansion keeps the prompt's vision_start/vision_end "
+            "around it (transformers >= 5.10) or replaces them (transformers < 5.10)."
+        ),
+    )
     tokenizer: str | None = Field(
         None,
         min_length=1,
@@ -116,6 +123,17 @@ class QwenVLParams(FamilyParams):
                 f"video_min_pixels ({self.video_min_pixels}) must not exceed video_max_pixels "
                 f"({self.video_max_pixels})"
             )
+        if self.video_markers == "replace":
+            if self.generation != "qwen3_vl":
+                raise ValueError(
+                    "video_markers 'replace' is Qwen3-VL's layout (generation qwen3_vl); "
+                    f"generation {self.generation} keeps the markers"
+                )
+            if not self.strict_layout:
+                raise ValueError(
+                    "video_markers 'replace' needs strict_layout: the markers it replaces must "
+                    "be checked to be there"
+                )
         if self.video_fps is not None and self.video_num_frames is not None:
             raise ValueError("video_fps and video_num_frames are exclusive: set one to null")
         ids = {

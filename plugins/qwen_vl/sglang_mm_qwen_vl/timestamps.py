@@ -10,10 +10,12 @@ model's own tokenizer (docs/families/qwen_vl.md, "Video").
 - `load_tokenizer` reads a ``tokenizer.json`` with the ``tokenizers`` package, once per path.
 
 Each timestamp is tokenized on its own. transformers tokenizes the whole expanded text instead,
-but in its 5.23 expansion every timestamp sits between two special tokens (the
-``<|vision_start|>`` or ``<|vision_end|>`` before it, the ``<|vision_start|>`` after it), and
-added special tokens split the text before the pre-tokenizer sees it, so the two are equal
-for any prompt."""
+but in its 5.23 expansion (``video_markers: "keep"``) every timestamp sits between two special
+tokens (the ``<|vision_start|>`` or ``<|vision_end|>`` before it, the ``<|vision_start|>``
+after it), and added special tokens split the text before the pre-tokenizer sees it, so the
+two are equal for any prompt. Under ``"replace"`` (transformers < 5.10) the first timestamp
+follows the prompt's text: equal when that text ends in a special token or a newline, not
+after other text (``Video 1: `` then ``<``: HF's ``" <"`` is one token, here two)."""
 
 from __future__ import annotations
 

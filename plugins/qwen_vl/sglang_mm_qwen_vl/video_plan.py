@@ -82,10 +82,12 @@ def timestamped_tokens(
 ) -> mm.Explicit:
     """What a Qwen3-VL video's ``<|video_pad|>`` becomes (transformers 5.23's
     ``Qwen3VLProcessor.replace_video_token``): per temporal group its timestamp's ids, then
-    ``vision_start``, ``per_group`` video tokens and ``vision_end``. The prompt's own
-    ``vision_start`` and ``vision_end`` stay around it, as transformers 5.23 keeps them. The
-    item's offsets run from the first video token to the last (the timestamps and markers
-    between the groups inside them)."""
+    ``vision_start``, ``per_group`` video tokens and ``vision_end``. With ``video_markers``
+    "keep" the prompt's own ``vision_start`` and ``vision_end`` stay around it, as
+    transformers >= 5.10 keeps them; with "replace" it replaces them too, as transformers
+    < 5.10 replaced the whole ``<|vision_start|><|video_pad|><|vision_end|>``. The item's
+    offsets run from the first video token to the last (the timestamps and markers between
+    the groups inside them)."""
     vs, ve, vt = p.vision_start_token_id, p.vision_end_token_id, p.video_token_id
     block = [vs, *([vt] * per_group), ve]
     ids: list[int] = []
@@ -95,7 +97,9 @@ def timestamped_tokens(
         if k == 0:
             first = len(ids) + 1
         ids.extend(block)
-    return mm.Explicit(tuple(ids), content=(first, len(ids) - 1))
+    return mm.Explicit(
+        tuple(ids), content=(first, len(ids) - 1), replaces_markers=p.video_markers == "replace"
+    )
 
 
 def _sample(

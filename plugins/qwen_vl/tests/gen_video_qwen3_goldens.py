@@ -14,7 +14,7 @@ text. The positions are ``get_rope_index`` of ``Qwen3VLModel`` and of ``Qwen3_5M
 (asserted equal) on the processor's outputs.
 
 The tokenizer is a real byte-level BPE ``tokenizer.json`` trained here on a small corpus
-(Qwen's pre-tokenizer regex and NFC, digits split one by one, ``Ġseconds`` a token), with
+(Qwen's pre-tokenizer regex and NFC, digits split one by one, ``Ġseconds`` and ``Ġ<`` tokens), with
 Qwen3-VL's (and, in a second file, Qwen3.5's) special-token ids, and loaded by HF the way a
 model directory is: ``Qwen2Tokenizer.from_pretrained(dir)`` (transformers 5 rebuilds its
 backend from the file's vocabulary and merges). Both files are written to
@@ -93,6 +93,7 @@ CORPUS = [
     "What happens in the video, and what is in the image?",
     "Compare the two videos.",
     "Video 1: Video 2: Picture 1:",
+    "Video 1: <0.5 seconds> Video 2: <1.0 seconds>",  # so that " <" is one token, as in Qwen's
     "user assistant system",
     *[f"<{t / 10:.1f} seconds>" for t in range(0, 200, 7)],
 ]

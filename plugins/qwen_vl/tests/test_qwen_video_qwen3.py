@@ -19,7 +19,7 @@ import pytest
 from sglang_mm_qwen_vl import QWEN3_5, QWEN3_VL, QwenVLFamily, spec_from_hf
 from sglang_mm_qwen_vl.timestamps import load_tokenizer, timestamp_seconds, timestamp_text
 
-from sglang_mm_core import MmInput, pipeline_from_spec
+from sglang_mm_core import MmInput, load_spec, pipeline_from_spec
 from sglang_mm_core.conformance.video import make_clip
 from sglang_mm_core.errors import (
     KernelArgumentError,
@@ -46,13 +46,14 @@ def test_goldens_record_their_reference() -> None:
         assert hashlib.sha256(data).hexdigest() == info["sha256"], info["path"]
 
 
-def params_of(case: dict[str, Any]) -> dict[str, Any]:
+def params_of(case: dict[str, Any], markers: str = "keep") -> dict[str, Any]:
     """The family params that say what the HF call's ``videos_kwargs`` said."""
     kw = case["videos_kwargs"]
     params: dict[str, Any] = {
         **PRESETS[case["model"]],
         "tokenizer": str(Path(__file__).parent / case["tokenizer"]),
         "resample": "aten_u8",
+        "video_markers": markers,
     }
     if kw.get("do_sample_frames") is False:
         params["video_sampling"] = "none"
@@ -93,25 +94,26 @@ def sha(a: np.ndarray) -> str:
 
 
 def spans(case: dict[str, Any]) -> list[tuple[str, int, int]]:
-    """Per item, in prompt order, from HF's ids: an image's run of image tokens; a video's
-    first to last video token (its timestamps and inner markers inside)."""
+    """Per item, in prompt order, from HF's ids and grids: an image's run of image tokens; a
+    video's first to last video token, through its ``t`` runs of them (its timestamps and inner
+    markers inside)."""
     p = QwenVLFamily(PRESETS[case["model"]]).params
     ids = np.asarray(case["input_ids"])
+    groups = iter(t for t, _, _ in case["video_grid_thw"])
     out: list[tuple[str, int, int]] = []
     i = 0
     while i < len(ids):
-        if ids[i] == p.image_token_id:
-            j = i
-            while ids[j + 1] == p.image_token_id:
-                j += 1
-            out.append(("image", i, j))
-            i = j + 1
-        elif ids[i] == p.video_token_id:
-            # a video runs until the vision_end that the prompt's own vision_end follows
-            j = i
-            while not (ids[j] == p.vision_end_token_id and ids[j + 1] == p.vision_end_token_id):
-                j += 1
-            out.append(("video", i, j - 1))
+        if ids[i] in (p.image_token_id, p.video_token_id):
+            token, runs = ids[i], 1 if ids[i] == p.image_token_id else next(groups)
+            j = start = i
+            for k in range(runs):
+                while ids[j] != token:
+                    j += 1
+                while ids[j + 1] == token:
+                    j += 1
+                if k + 1 < runs:
+                    j += 1
+            out.append(("image" if token == p.image_token_id else "video", start, j))
             i = j + 1
         else:
             i += 1
@@ -198,8 +200,6 @@ def test_a_qwen3_video_without_a_tokenizer_names_the_param() -> None:
 
 
 def test_a_bad_tokenizer_fails_the_spec(tmp_path: Path) -> None:
-    from sglang_mm_core import load_spec
-
     (tmp_path / "tokenizer.json").write_text("{not json")
     for bad in (str(tmp_path / "missing"), str(tmp_path), str(tmp_path / "tokenizer.json")):
         with pytest.raises(SpecError, match=r"params\.tokenizer"):
@@ -250,3 +250,73 @@ def test_qwen3_refuses_the_per_call_frame_bounds_hf_ignores() -> None:
             req = MmInput(case["prompt_ids"], videos=[{"video": clip, name: 2}])
             with pytest.raises(MmRequestError, match=f"video_{name} param"):
                 pipe.process(req)
+
+
+# -- transformers < 5.10: the expansion replaces the prompt's markers (video_markers "replace")
+
+T4 = json.loads((FIXTURES / "video_qwen3_t4_goldens.json").read_text())
+T4_FULL = [c for c in T4["cases"] if "error" not in c and "skipped" not in c]
+
+
+def joined(case: dict[str, Any]) -> bool:
+    """Whether text ends right before a video's ``<|vision_start|>`` in the prompt (``Video
+    1: `` of Qwen's template with ``add_vision_id``)."""
+    return ": <|vision_start|><|video_pad|>" in case["prompt"]
+
+
+def test_t4_goldens_record_their_reference() -> None:
+    assert T4["transformers"] == "4.57.1" and len(T4_FULL) >= 10
+    for model, digest in T4["tokenizers_files"].items():
+        assert digest == GOLDENS["tokenizers_files"][model]["sha256"], model
+    assert any(joined(c) for c in T4_FULL) and any(not joined(c) for c in T4_FULL)
+
+
+@pytest.mark.parametrize("case", T4_FULL, ids=[c["id"] for c in T4_FULL])
+def test_replace_markers_equals_transformers_4(case: dict[str, Any]) -> None:
+    """Ids, offsets, pixels, grids, positions and the count equal 4.57's where the prompt puts
+    a special token or a newline before the markers. Where it puts text (``Video 1: ``), 4.57
+    tokenized that text together with the first timestamp: its ``" <"`` is one token where ours
+    are two (the prompt's ``" "``, then the timestamp's ``"<"``), once per such video; all else
+    is equal."""
+    with pipeline_from_spec({"family": "qwen_vl", "params": params_of(case, "replace")}) as pipe:
+        out = pipe.process(request_of(case))
+        count = pipe.count_tokens(request_of(case))
+    assert count.length == len(out.input_ids)
+    assert count.per_item == [e - s + 1 for s, e in out.offsets]
+    got = out.input_ids.tolist()
+    want = case["input_ids"]
+    if joined(case):
+        tok = load_tokenizer(Path(__file__).parent / case["tokenizer"])._tokenizer
+        space, lt, space_lt = (tok.token_to_id(t) for t in ("Ġ", "<", "Ġ<"))
+        merged, k = [], 0
+        while k < len(got):
+            if got[k : k + 2] == [space, lt]:
+                merged.append(space_lt)
+                k += 2
+            else:
+                merged.append(got[k])
+                k += 1
+        assert len(got) - len(merged) == case["prompt"].count(": <|vision_start|><|video_pad|>")
+        assert merged == want
+        return
+    assert got == want
+    want_spans = spans(case)
+    assert out.offsets == [(s, e) for _, s, e in want_spans]
+    videos = [it for it in out.items if it.modality == "video"]
+    feats = np.concatenate([v.feature.array for v in videos])
+    assert sha(feats) == case["pixel_values_videos"]["sha256"]
+    assert [v.aux["video_grid_thw"].array.tolist()[0] for v in videos] == case["video_grid_thw"]
+    np.testing.assert_array_equal(out.positions.positions, np.asarray(case["positions"], np.int64))
+    assert out.positions.delta == case["delta"]
+
+
+def test_replace_markers_needs_qwen3_and_strict_layout() -> None:
+    with pytest.raises(SpecError, match="qwen3_vl"):
+        load_spec({"family": "qwen_vl", "params": {"video_markers": "replace"}})
+    with pytest.raises(SpecError, match="strict_layout"):
+        load_spec(
+            {
+                "family": "qwen_vl",
+                "params": {**QWEN3_VL, "video_markers": "replace", "strict_layout": False},
+            }
+        )
