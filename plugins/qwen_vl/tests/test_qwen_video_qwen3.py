@@ -320,3 +320,30 @@ def test_replace_markers_needs_qwen3_and_strict_layout() -> None:
                 "params": {**QWEN3_VL, "video_markers": "replace", "strict_layout": False},
             }
         )
+
+
+def test_qwen_vl_utils_sampling_under_qwen3() -> None:
+    """No qwen-vl-utils reference runs here (see the goldens' ``qwen_vl_utils_skipped``): its
+    frames are the tested sampling functions' (absolute torchcodec indices, a time range
+    included), the timestamps come from them and the container's rate as Qwen3VLProcessor
+    computes them from qwen-vl-utils' metadata, and count_tokens agrees."""
+    from sglang_mm_qwen_vl.video_sampling import qwen_vl_utils_frame_indices
+
+    case = next(c for c in FULL if c["id"] == "qwen3-small-long-fps4")
+    (clip,) = clips_of(case)
+    params = {**params_of(case), "video_sampling": "qwen_vl_utils"}
+    tok = load_tokenizer(Path(__file__).parent / case["tokenizer"])
+    fps = case["video_metadata"][0]["fps"]
+    total = case["video_metadata"][0]["total_num_frames"]
+    with pipeline_from_spec({"family": "qwen_vl", "params": params}) as pipe:
+        for options in ({}, {"video_start": 0.5, "video_end": 2.0}, {"nframes": 6}):
+            req = MmInput(case["prompt_ids"], videos=[{"video": clip, **options}])
+            out = pipe.process(req)
+            assert pipe.count_tokens(req).length == len(out.input_ids)
+            idx = qwen_vl_utils_frame_indices(total, fps, reader="torchcodec", **options)
+            ids = out.input_ids.tolist()
+            for text in (timestamp_text(s) for s in timestamp_seconds(idx.tolist(), fps, 2)):
+                want = [*tok.ids(text), 151652]
+                assert any(ids[i : i + len(want)] == want for i in range(len(ids))), text
+            ((t, _, _),) = out.items[0].aux["video_grid_thw"].array.tolist()
+            assert t == -(-len(idx) // 2)
