@@ -139,6 +139,7 @@ def test_server_body_carries_the_fields_and_the_client_rebuilds_them() -> None:
             "type": "LimitError",
             "message": "image 1 (http): too big",
             "item": 1,
+            "modality": "image",
             "fields": {"limit": "max_image_side", "limit_value": 8, "value": 9},
         }
     }
