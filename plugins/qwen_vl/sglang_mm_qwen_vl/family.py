@@ -58,6 +58,20 @@ class QwenVLFamily(mm.Family[QwenVLParams]):
             pass_order=p.pil_pass_order,
         )
 
+    def video_features(self) -> mm.Features:
+        """The image features, but under ``video_sampling="qwen_vl_utils"``: qwen-vl-utils
+        resizes the frames itself, with torchvision's float bicubic (``aten_f32``), and HF's
+        video processor (torchvision arithmetic, whatever ``resample`` says) normalizes the
+        exact-size float frames, whose values are the uint8 codes, so the table applies."""
+        p = self.params
+        if p.video_sampling != "qwen_vl_utils":
+            return self.features()
+        return mm.Features(
+            table=mm.Table.hf(p.image_mean, p.image_std, "aten_u8"),
+            writer=mm.PatchRows(p.patch_size, p.merge_size, p.temporal_patch_size),
+            resample="aten_f32",
+        )
+
     def video_plan(self, video: mm.VideoHeader, options: mm.VideoOptions) -> mm.VideoPlan:
         """The sampled frames, their one size and the grid, by the params' ``video_sampling``
         reference (`video_plan.plan_video`)."""

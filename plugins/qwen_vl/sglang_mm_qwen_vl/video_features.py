@@ -31,7 +31,7 @@ def video_pixel_values(
 ) -> tuple[npt.NDArray[np.float32], tuple[int, int, int]]:
     """``(pixel_values_videos, (t, gh, gw))`` of RGB uint8 ``[h, w, 3]`` frames, each resized
     to ``size`` ``(height, width)`` (one size per video: ``video_sampling.hf_frame_size``)
-    with the family's resampler and normalized with its table."""
+    with the family's video resampler and normalized with its table (`video_features`)."""
     p = family.params
     height, width = size
     ps, tps = p.patch_size, p.temporal_patch_size
@@ -40,7 +40,7 @@ def video_pixel_values(
         raise mm.KernelArgumentError(
             f"video frame size {width}x{height} is not a positive multiple of {unit} per side"
         )
-    features = family.features()
+    features = family.video_features()
     table = features.table
     assert table is not None
     gh, gw = height // ps, width // ps

@@ -1,8 +1,9 @@
 """The `qwen_vl_utils` sampling mode, whole requests, against qwen-vl-utils 0.0.14's
 ``process_vision_info`` (its PyAV reader: torchvision 0.25's ``read_video``) followed by
 transformers 5.23's Qwen2-VL / Qwen2.5-VL processors, replayed from the goldens
-``gen_video_qvu_goldens.py`` captured outside CI (versions recorded). Each video's options
-go in as the same mapping qwen-vl-utils' message element held."""
+``gen_video_qvu_goldens.py`` captured outside CI (versions recorded; torch's AVX2 build).
+Each video's options go in as the same mapping qwen-vl-utils' message element held. Ids,
+grids, ``second_per_grid_ts``, positions and every bit of ``pixel_values_videos`` are equal."""
 
 from __future__ import annotations
 
@@ -19,10 +20,10 @@ from sglang_mm_core import MmInput, pipeline_from_spec
 from sglang_mm_core.conformance.video import make_clip
 
 GOLDENS = json.loads((Path(__file__).parent / "fixtures" / "video_qvu_goldens.json").read_text())
-#: Cases where this mode and the reference disagree on more than pixels, left open (the note
-#: of issue 23): HF resizes qwen-vl-utils' frames again when they fall under its own
-#: min_pixels; with a time range, the torchvision reader's frames are not the torchcodec
-#: reader's indices this mode takes.
+#: The two cases where this mode and the reference disagree, left open (the note of issue 23):
+#: HF resizes qwen-vl-utils' frames again when they fall under its own min_pixels (a float
+#: resize of float frames, no longer uint8 codes); with a time range, the torchvision reader's
+#: frames are not the torchcodec reader's indices this mode takes.
 DIVERGENT = {"qwen2-long-resized", "qwen25-long-start-end"}
 CASES = [c for c in GOLDENS["cases"] if c["id"] not in DIVERGENT]
 
@@ -73,9 +74,9 @@ def test_qwen_vl_utils_request_equals_the_reference(case: dict[str, Any]) -> Non
     assert [v.aux["video_grid_thw"].array.tolist()[0] for v in videos] == case["video_grid_thw"]
     feats = np.concatenate([v.feature.array for v in videos])
     assert list(feats.shape) == case["pixel_values_videos"]["shape"]
-    # The pixels are not compared: qwen-vl-utils resizes with torchvision's float bicubic
-    # (uint8 -> float32 -> round), an arithmetic neither `aten_u8` nor `pil` is (see
-    # docs/families/qwen_vl.md, "Known divergences").
+    # Every bit: qwen-vl-utils' own resize (torchvision's float bicubic, `aten_f32`) and HF's
+    # normalization of the exact-size frames.
+    assert sha(feats) == case["pixel_values_videos"]["sha256"]
     if case["generation"] == "qwen2_5_vl":
         got = np.concatenate([v.aux["second_per_grid_ts"].array for v in videos])
         assert got.astype("<f4").tobytes().hex() == case["second_per_grid_ts"]["float32_hex"]
@@ -83,3 +84,13 @@ def test_qwen_vl_utils_request_equals_the_reference(case: dict[str, Any]) -> Non
     assert out.positions.delta == case["delta"]
     if count is not None:
         assert count.length == len(case["input_ids"])
+
+
+def test_the_resample_param_does_not_reach_qwen_vl_utils_frames() -> None:
+    # qwen-vl-utils resizes the frames itself and HF's video processor is torchvision's, so
+    # `resample` (the image backend) changes nothing about a video in this mode.
+    case = next(c for c in CASES if c["id"] == "qwen2-h264-defaults")
+    params = {"video_sampling": "qwen_vl_utils", "resample": "pil"}
+    with pipeline_from_spec({"family": "qwen_vl", "params": params}) as pipe:
+        out = pipe.process(request_of(case))
+    assert sha(out.items[0].feature.array) == case["pixel_values_videos"]["sha256"]
