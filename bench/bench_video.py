@@ -16,9 +16,12 @@ Sides, with two threads each:
     then ``Qwen2VLVideoProcessor`` (torchvision, ``torch.set_num_threads(2)``) on the frames
     with ``do_sample_frames=False``. Both answers (the warm-up calls') must have the same
     ``video_grid_thw`` and the same ``pixel_values_videos`` bits, or the bench stops;
-  - qwen-vl-utils' ``fetch_video``: only reported as skipped (why is printed) where it cannot
-    read a file (torchvision >= 0.26 has no ``read_video`` and neither torchcodec nor decord is
-    installed);
+  - qwen-vl-utils' ``process_vision_info`` (``fetch_video``, its torchvision reader, forced by
+    ``FORCE_QWENVL_VIDEO_READER``) then ``Qwen2VLVideoProcessor`` on its frames, against ours
+    with ``video_sampling="qwen_vl_utils"`` and the same element options (every bit must agree);
+    clip 1 only (its reader, ``torchvision.io.read_video``, decodes the whole clip into memory
+    first: 11 GB of frames for clip 2), and only where that reader exists (torchvision < 0.26:
+    run from a venv with torch 2.10 and torchvision 0.25);
   - PyAV decode only: every frame up to the last sampled one decoded with
     ``thread_type="AUTO"``, the sampled ones converted with ``to_ndarray(format="rgb24")``:
     the floor of any pipeline that decodes with PyAV.
@@ -49,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("FORCE_QWENVL_VIDEO_READER", "torchvision")  # read when it is imported
 warnings.simplefilter("ignore")
 
 
@@ -201,8 +205,47 @@ def hf_side() -> tuple[Callable[[Path, float | None], Callable[[], Any]] | None,
     )
 
 
+#: qwen-vl-utils' message element options for each case it runs (clip 1: its 20 frames).
+QVU_OPTIONS: dict[str, dict[str, Any]] = {"1: 720p, 20 frames, all": {"nframes": 20}}
+
+
+def qvu_side() -> Callable[[Path, dict[str, Any]], Callable[[], Any]] | None:
+    """A maker of qwen-vl-utils' call then HF's video processor on its frames, or None."""
+    if not qwen_vl_utils_status().startswith("reader 'torchvision' available"):
+        return None
+    from qwen_vl_utils import process_vision_info
+    from transformers import Qwen2VLVideoProcessor
+
+    processor = Qwen2VLVideoProcessor()
+
+    def make(path: Path, options: dict[str, Any]) -> Callable[[], Any]:
+        messages = [{"role": "user", "content": [{"type": "video", "video": str(path), **options}]}]
+
+        def run() -> Any:
+            with open(os.devnull, "w") as null:  # qwen-vl-utils logs every read
+                err, sys.stderr = sys.stderr, null
+                try:
+                    _, pairs, kw = process_vision_info(
+                        messages, return_video_kwargs=True, return_video_metadata=True
+                    )
+                finally:
+                    sys.stderr = err
+            vids, metas = [v for v, _ in pairs], [m for _, m in pairs]
+            kw = {k: v for k, v in kw.items() if k != "fps"}  # a list; the metadata has it
+            return processor(videos=vids, video_metadata=metas, return_tensors="pt", **kw)
+
+        return run
+
+    return make
+
+
+def ours_qvu(pipe: Any, path: Path, options: dict[str, Any]) -> Callable[[], Any]:
+    req = MmInput(input_ids=PROMPT, videos=[{"video": str(path), **options}])
+    return lambda: pipe.process(req)
+
+
 def qwen_vl_utils_status() -> str:
-    """Why qwen-vl-utils' fetch_video is not timed here."""
+    """Whether qwen-vl-utils' fetch_video can be timed here, and why not."""
     try:
         import torchvision
         from qwen_vl_utils import vision_process
@@ -220,7 +263,7 @@ def qwen_vl_utils_status() -> str:
             f"torchvision.io.read_video, which torchvision {torchvision.__version__} no longer "
             "has (removed in 0.26)"
         )
-    return f"reader {reader!r} available but not timed (its sampling and resize differ)"
+    return f"reader {reader!r} available"
 
 
 def sampled(path: Path, fps: float | None) -> list[int]:
@@ -357,8 +400,9 @@ def main() -> None:
     clips = {name: make() for name, make, _, _ in CASES}
     memory = peak_memory(clips[CASES[1][0]], clips[CASES[0][0]], CASES[1][2])  # while small
     hf_make, hf_note = hf_side()
+    qvu_make = qvu_side()
     print(f"HF: {hf_note}")
-    print(f"qwen-vl-utils 0.0.14 fetch_video: skipped, {qwen_vl_utils_status()}")
+    print(f"qwen-vl-utils 0.0.14 fetch_video: {qwen_vl_utils_status()}")
     print(f"{os.cpu_count()} cores; ours threads={THREADS}; decode-only thread_type=AUTO")
     rows = []
     for name, _, params, fps in CASES:
@@ -372,12 +416,23 @@ def main() -> None:
             if hf_make is not None:
                 fns["hf"] = First(hf_make(path, fps))
             fns["decode"] = decode_only(path, indices)
+            qvu_options = QVU_OPTIONS.get(name)
+            qvu_pipe = None
+            if qvu_make is not None and qvu_options is not None:
+                qvu_pipe = pipeline_from_spec(spec({"video_sampling": "qwen_vl_utils"}))
+                fns["ours_qvu"] = First(ours_qvu(qvu_pipe, path, qvu_options))
+                fns["qvu"] = First(qvu_make(path, qvu_options))
             t0 = time.perf_counter()
             ms = interleaved(fns, reps[name])
             took = time.perf_counter() - t0
+        if qvu_pipe is not None:
+            qvu_pipe.close()
         note = "HF side skipped"
         if hf_make is not None:
             note = check_same(name, fns["ours"].result, fns["hf"].result)  # type: ignore[attr-defined]
+        if "qvu" in fns:
+            same = check_same(f"{name} (qwen-vl-utils)", fns["ours_qvu"].result, fns["qvu"].result)  # type: ignore[attr-defined]
+            note += f"; qwen_vl_utils mode: {same.replace('HF', 'qwen-vl-utils')}"
         fns.clear()
         print(f"case {name}: {len(indices)} frames converted; {note}; {took:.0f} s")
         rows.append((name, ms, reps[name]))
@@ -397,6 +452,12 @@ def main() -> None:
             f"{ms['compact'] / ms['decode']:.2f}x | {n} |"
         )
     print("targets: HF / ours >= 8x on case 1; ours / decode-only <= 1.25x on case 2 (medians)")
+    for name, ms, n in rows:
+        if "qvu" in ms:
+            print(
+                f"qwen-vl-utils + HF, case {name}: {ms['qvu']:.0f} ms; ours (qwen_vl_utils mode) "
+                f"{ms['ours_qvu']:.0f} ms: {ms['qvu'] / ms['ours_qvu']:.1f}x ({n} runs)"
+            )
     print()
     print(memory)
 
