@@ -459,7 +459,8 @@ def _compact(
 class Features:
     """How a family's items become their feature: every sample through ``table``, laid out
     by ``writer``. With ``resample`` (a core resampler: ``pil_bicubic``, ``aten_u8``,
-    ``pil_bilinear``, ``aten_u8_bilinear``, ``pil_lanczos``; see `hf_backend`) the core
+    ``pil_bilinear``, ``aten_u8_bilinear``, ``pil_lanczos``, ``aten_f32``, ``aten_f32_nofma``;
+    see `hf_backend`) the core
     composes it from the plan's parts, and the family needs no kernel of its own; without,
     the family's ``kernel`` writes it. The compact form comes from the table; a family whose
     feature is not a table of uint8 samples passes ``table=None`` (no compact form) and the

@@ -18,7 +18,7 @@
 //! reduction (products rounded, then added in order) with the remaining `(n - 1) % 4` taps
 //! fused. [`Fma::None`] is the portable build (`ATEN_CPU_CAPABILITY=default`): no contraction.
 //! The two differ in the last bit of most float intermediates and in about one uint8 sample
-//! in 60,000.
+//! in 50,000.
 
 use super::passes::{Kernel, Region};
 use crate::error::{KernelError, Result};

@@ -55,7 +55,7 @@ pub enum Resample {
     /// (its fused multiply-adds), what x86-64 servers run.
     AtenF32,
     /// [`Resample::AtenF32`] as aten's portable build computes it (`ATEN_CPU_CAPABILITY=default`:
-    /// no fused multiply-add); it differs from the AVX2 build on about one sample in 60,000.
+    /// no fused multiply-add); it differs from the AVX2 build on about one sample in 50,000.
     AtenF32NoFma,
 }
 
