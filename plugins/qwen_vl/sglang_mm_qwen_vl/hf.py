@@ -16,6 +16,8 @@ from sglang_mm_core.plugin import CLIP_MEAN, CLIP_STD, ModelDir, SpecError, chec
 from .params import QwenVLParams
 from .timestamps import TOKENIZER_FILE
 
+PREPROCESSOR_CONFIG = "preprocessor_config.json"
+
 MODEL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")
 PROCESSOR_TYPES = (
     "Qwen2VLImageProcessor",
@@ -172,11 +174,111 @@ _GENERATION = {
 }
 
 
-def _video(model_type: str, config: Mapping[str, Any], files: ModelDir) -> dict[str, Any]:
-    """The video params config.json states (the generation, the video token, Qwen2.5-VL's
-    tokens per second), and for Qwen3-VL / Qwen3.5 the directory's ``tokenizer.json`` (the
-    timestamps' tokenizer); the sampling settings keep transformers' video processor
-    defaults."""
+#: transformers' video processor class defaults (Qwen2VLVideoProcessor, also Qwen2.5-VL's;
+#: Qwen3VLVideoProcessor, also Qwen3.5's) where its settings file is silent.
+_VIDEO_DEFAULTS: dict[str, dict[str, Any]] = {
+    "qwen2": {"do_sample_frames": False, "fps": None, "pixels": (128 * 28 * 28, 768 * 28 * 28)},
+    "qwen3": {"do_sample_frames": True, "fps": 2.0, "pixels": (128 * 32 * 32, 768 * 32 * 32)},
+}
+_VIDEO_INERT = {"video_processor_type", "video_metadata", "return_metadata", "default_to_square"}
+_VIDEO_HANDLED = {
+    *_HANDLED,
+    "do_sample_frames",
+    "fps",
+    "num_frames",
+    "min_frames",
+    "max_frames",
+    "cap_pixels_per_frame",
+    "max_video_tokens",
+}
+_MAX_VIDEO_TOKENS = 128000  # what the plugin's cap_pixels_per_frame budgets
+
+
+def video_processor_settings(files: ModelDir) -> tuple[str, dict[str, Any]]:
+    """The settings transformers' ``AutoVideoProcessor`` reads for this directory, and where
+    from: ``processor_config.json``'s ``video_processor``, else
+    ``video_preprocessor_config.json``, else ``preprocessor_config.json`` (its image
+    processor's, which older Qwen2-VL checkpoints share with their videos)."""
+    nested = files.get("processor_config.json")
+    if nested is not None and isinstance(nested.get("video_processor"), dict):
+        return "processor_config.json video_processor", nested["video_processor"]
+    for name in ("video_preprocessor_config.json", PREPROCESSOR_CONFIG):
+        found = files.get(name)
+        if found is not None:
+            return name, found
+    return PREPROCESSOR_CONFIG, files.preprocessor_config
+
+
+def _video_sampling(
+    generation: str, where: str, vp: Mapping[str, Any], image: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The sampling and per-frame pixel params of the video processor's settings ``vp`` (from
+    ``where``), checked against the image params: the family lays out videos with the image
+    processor's patch geometry and table, so settings that differ are refused."""
+    rules = _VIDEO_DEFAULTS["qwen3" if generation == "qwen3_vl" else "qwen2"]
+    try:
+        check_hf_settings(
+            vp,
+            handled=_VIDEO_HANDLED,
+            inert=_INERT | _VIDEO_INERT,
+            required=_REQUIRED,
+            must_be_off=_MUST_BE_OFF,
+        )
+        size = vp.get("size")
+        if vp.get("min_pixels") is None and vp.get("max_pixels") is None and size is None:
+            low, high = rules["pixels"]
+        else:
+            low, high = _pixels(vp)
+    except SpecError as e:
+        raise SpecError(f"{where}: {e}") from None
+    for key in ("patch_size", "merge_size", "temporal_patch_size"):
+        if vp.get(key) is not None and vp[key] != image[key]:
+            raise SpecError(
+                f"{where}: {key}={vp[key]!r} differs from the image processor's "
+                f"{image[key]!r}; this family lays out videos with the image geometry"
+            )
+    for key in ("image_mean", "image_std"):
+        if vp.get(key) is not None and tuple(_triple(vp, key)) != tuple(image[key]):
+            raise SpecError(
+                f"{where}: {key}={vp[key]!r} differs from the image processor's; this family "
+                "normalizes videos with the image table"
+            )
+    out: dict[str, Any] = {"video_min_pixels": low, "video_max_pixels": high}
+    sample = vp.get("do_sample_frames")
+    sample = rules["do_sample_frames"] if sample is None else bool(sample)
+    if not sample:
+        return out | {"video_sampling": "none"}
+    fps = vp.get("fps")
+    fps = rules["fps"] if fps is None else fps
+    num_frames = vp.get("num_frames")
+    if num_frames is not None and fps is not None:
+        raise SpecError(
+            f"{where}: num_frames={num_frames!r} and fps={fps!r} are both set; transformers' "
+            "sample_frames refuses them together"
+        )
+    out |= {"video_sampling": "hf", "video_fps": fps, "video_num_frames": num_frames}
+    for key, param in (("min_frames", "video_min_frames"), ("max_frames", "video_max_frames")):
+        if vp.get(key) is not None:
+            out[param] = vp[key]
+    cap = vp.get("cap_pixels_per_frame")
+    if cap:
+        tokens = vp.get("max_video_tokens")
+        if tokens is not None and tokens != _MAX_VIDEO_TOKENS:
+            raise SpecError(
+                f"{where}: max_video_tokens={tokens!r} is not supported with "
+                f"cap_pixels_per_frame (only {_MAX_VIDEO_TOKENS})"
+            )
+        out["video_cap_pixels_per_frame"] = True
+    return out
+
+
+def _video(
+    model_type: str, config: Mapping[str, Any], files: ModelDir, image: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The video params: what config.json states (the generation, the video token, Qwen2.5-VL's
+    tokens per second), the video processor's sampling and pixel settings (as transformers
+    finds them, `video_processor_settings`), and for Qwen3-VL / Qwen3.5 the directory's
+    ``tokenizer.json`` (the timestamps' tokenizer)."""
     generation = _GENERATION[model_type]
     out: dict[str, Any] = {"generation": generation}
     for scope in (config, _sub(config, "text_config"), _sub(config, "vision_config")):
@@ -186,8 +288,9 @@ def _video(model_type: str, config: Mapping[str, Any], files: ModelDir) -> dict[
     tps = _sub(config, "vision_config").get("tokens_per_second")
     if generation == "qwen2_5_vl" and tps is not None:
         out["tokens_per_second"] = tps
+    where, vp = video_processor_settings(files)
+    out |= _video_sampling(generation, where, vp, image)
     if generation == "qwen3_vl":
-        out |= {"video_min_pixels": 128 * 32 * 32, "video_max_pixels": 768 * 32 * 32}
         if files.root is not None and TOKENIZER_FILE in files:
             out["tokenizer"] = str((files.root / TOKENIZER_FILE).resolve())
     return out
@@ -224,8 +327,8 @@ def spec_from_hf(
         **_token_ids(cfg),
         "resample": resample,
         "smart_resize": "hf",
-        **_video(model_type, cfg, files),
     }
+    params |= _video(model_type, cfg, files, params)
     try:
         validated = QwenVLParams.model_validate(params)
     except ValidationError as e:
