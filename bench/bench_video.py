@@ -401,6 +401,11 @@ def main() -> None:
     memory = peak_memory(clips[CASES[1][0]], clips[CASES[0][0]], CASES[1][2])  # while small
     hf_make, hf_note = hf_side()
     qvu_make = qvu_side()
+    import av
+
+    # torchvision turns PyAV's Python log callback on when imported; with frame threads (the
+    # decode-only side) that deadlocks on a decoder's close (sglang_mm_core._video).
+    av.logging.set_level(None)
     print(f"HF: {hf_note}")
     print(f"qwen-vl-utils 0.0.14 fetch_video: {qwen_vl_utils_status()}")
     print(f"{os.cpu_count()} cores; ours threads={THREADS}; decode-only thread_type=AUTO")

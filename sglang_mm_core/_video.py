@@ -11,8 +11,10 @@ truncated, audio-only and zero-frame files are a `DecodeError`, never a crash.""
 from __future__ import annotations
 
 import io
+import threading
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +34,37 @@ def _av() -> Any:
             f"video needs PyAV: pip install '{EXTRA}'", format="video", unsupported=True
         ) from None
     return av
+
+
+_LOG_LOCK = threading.Lock()
+_log_users = 0  # threaded decoders of ours alive
+_log_saved: int | None = None  # PyAV's log level before the first of them
+
+
+@contextmanager
+def _silent_pyav_log(av: Any) -> Iterator[None]:
+    """PyAV's log callback off while a threaded decoder of ours lives. With PyAV logging on
+    (torchvision turns it on when imported), FFmpeg's frame threads log through a callback
+    that takes the GIL, and freeing a threaded decoder waits for those threads with the GIL
+    held: a thread logging an error then deadlocks the process. Off, FFmpeg's messages are
+    dropped in C. The level is put back when the last of our decoders is gone (unless someone
+    set another meanwhile)."""
+    global _log_users, _log_saved
+    with _LOG_LOCK:
+        if _log_users == 0:
+            _log_saved = av.logging.get_level()
+            if _log_saved is not None:
+                av.logging.set_level(None)
+        _log_users += 1
+    try:
+        yield
+    finally:
+        with _LOG_LOCK:
+            _log_users -= 1
+            if _log_users == 0:
+                if _log_saved is not None and av.logging.get_level() is None:
+                    av.logging.set_level(_log_saved)
+                _log_saved = None
 
 
 @dataclass(frozen=True)
@@ -195,16 +228,27 @@ def iter_frames(
         return
     if wanted[0] < 0:
         raise DecodeError(f"frame index {wanted[0]} is negative", format="video")
-    container = _open(data)
-    try:
-        stream = _video_stream(container)
-        header = _header(container, stream)
-        _check(header, limits)
-        check_decoded_bytes(header, len(wanted), limits)
-        stream.thread_type = "AUTO"
-        yield from _decode(av, container, stream, header, wanted, limits)
-    finally:
-        container.close()
+    with _silent_pyav_log(av):
+        container = _open(data)
+        stream = None
+        failure: BaseException | None = None
+        try:
+            stream = _video_stream(container)
+            header = _header(container, stream)
+            _check(header, limits)
+            check_decoded_bytes(header, len(wanted), limits)
+            stream.thread_type = "AUTO"
+            yield from _decode(av, container, stream, header, wanted, limits)
+        except BaseException as e:  # GeneratorExit too: re-raised once the decoder is freed
+            failure = e
+        finally:
+            container.close()
+        # The decoder and its threads are freed here, with the callback off: a traceback
+        # would keep the decoding frames (and so the decoder) alive past this point.
+        del container, stream
+        if failure is not None:
+            failure.__traceback__ = failure.__context__ = None
+            raise failure
 
 
 def _decode(

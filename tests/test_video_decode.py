@@ -203,3 +203,65 @@ def test_without_pyav_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch)
     with pytest.raises(DecodeError, match=r"sglang-mm-core\[video\]") as e:
         probe(b"whatever", LIMITS)
     assert e.value.unsupported is True
+
+
+# -- PyAV's log callback and FFmpeg's frame threads ---------------------------------------------
+def test_pyav_logging_is_off_while_a_decoder_lives_and_put_back_after() -> None:
+    """With PyAV logging on (torchvision turns it on at import), a frame thread logging an
+    error while its decoder is freed (the GIL held) deadlocks the process; so our decoders run
+    with PyAV's silent callback, and the level comes back once the last one is gone: after a
+    full read, an early close and an error alike."""
+    clip = _clip("h264-420")
+    before = av.logging.get_level()
+    av.logging.set_level(av.logging.ERROR)
+    try:
+        frames = iter_frames(clip, [0, 3, 6], LIMITS)
+        next(frames)
+        assert av.logging.get_level() is None
+        inner = iter_frames(clip, [1], LIMITS)
+        next(inner)
+        frames.close()  # early: one of ours still lives
+        assert av.logging.get_level() is None
+        assert list(inner) == []
+        assert av.logging.get_level() == av.logging.ERROR
+        assert len(list(iter_frames(clip, [0, 6], LIMITS))) == 2
+        assert av.logging.get_level() == av.logging.ERROR
+        with pytest.raises(DecodeError, match="ends after 7 frames"):
+            list(iter_frames(clip, [9], LIMITS))
+        assert av.logging.get_level() == av.logging.ERROR
+    finally:
+        av.logging.set_level(before)
+
+
+_STRESS = """
+import av, numpy as np
+from sglang_mm_core._video import VideoLimits, iter_frames
+from sglang_mm_core.conformance.video import make_clip
+from sglang_mm_core.errors import DecodeError
+av.logging.set_level(av.logging.ERROR)  # as torchvision leaves it
+clip = make_clip("libx264", 320, 240, 60, seed=3)
+rng = np.random.default_rng(0)
+for _ in range(320):
+    data = bytearray(clip)
+    for k in rng.integers(6000, len(data), 20):
+        data[int(k)] ^= 0xFF
+    try:
+        for _ in iter_frames(data, range(0, 31, 3), VideoLimits(10**8, 10**5)):
+            pass
+    except DecodeError:
+        pass
+print("done")
+"""
+
+
+@pytest.mark.slow
+def test_corrupt_clips_with_pyav_logging_on_never_deadlock() -> None:
+    """Damaged H.264 makes FFmpeg's frame threads log errors; with PyAV logging on, freeing a
+    decoder stopped early deadlocked within these 320 clips (PyAV's own loop did, here). In a
+    subprocess, so that a deadlock is a timeout, not a hung suite."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", _STRESS], capture_output=True, text=True, timeout=240
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "done", done.stderr[-2000:]
