@@ -336,17 +336,16 @@ class _PatchRowsVideo(VideoSink):
     def __init__(self, table: Table, frames: int, rows: int, tps: int, pp: int) -> None:
         self.table, self.frames, self.rows, self.tps, self.pp = table, frames, rows, tps, pp
         groups = -(-frames // tps)
-        self.values = np.empty((groups, rows, 3, tps, pp), dtype=table.values.dtype)
+        self.luts = np.ascontiguousarray(table.values)
+        self.values = np.empty((groups, rows, 3, tps, pp), dtype=self.luts.dtype)
         self.filled = np.zeros(frames, dtype=bool)
 
     def put(self, position: int, codes: npt.NDArray[np.uint8]) -> None:
         if not 0 <= position < self.frames:
             raise KernelArgumentError(f"frame position {position} outside 0..{self.frames - 1}")
-        frame = codes.reshape(self.rows, 3, self.pp)
+        frame = np.ascontiguousarray(codes.reshape(self.rows, 3, self.pp))
         g, k = divmod(position, self.tps)
-        luts = self.table.values
-        for c in range(3):
-            self.values[g, :, c, k, :] = luts[c][frame[:, c, :]]
+        _native.lut_into_slot(frame, self.luts, self.values[g], k)
         self.filled[position] = True
 
     def finish(self) -> Tensor:

@@ -51,6 +51,9 @@ def mrope_positions(
     length: int, offsets: Sequence[tuple[int, int]], grids: Sequence[tuple[int, int, int]]
 ) -> tuple[npt.NDArray[np.int64], int] | None: ...
 def hf_backend(backend: str, filter: str = "bicubic") -> tuple[str, str]: ...
+def lut_into_slot(
+    codes: npt.NDArray[np.uint8], luts: npt.NDArray[Any], out: npt.NDArray[Any], slot: int
+) -> None: ...
 
 class FeatureTable:
     def __init__(

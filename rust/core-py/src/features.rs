@@ -10,7 +10,10 @@ use mm_kernels::resize::{PassOrder, Resample};
 use mm_kernels::{KernelError, Par};
 use mm_pyglue::{array_from_vec, rgb_view, to_pyerr};
 use numpy::ndarray::ArrayViewD;
-use numpy::{PyArray1, PyArrayDyn, PyReadonlyArray3};
+use numpy::{
+    PyArray1, PyArrayDyn, PyReadonlyArray2, PyReadonlyArray3, PyReadwriteArray4,
+    PyUntypedArrayMethods,
+};
 use pyo3::prelude::*;
 
 /// A per-channel table, in float32 or rounded to bfloat16 (`sglang_mm_core.plugin.Table`).
@@ -258,10 +261,99 @@ fn hf_backend(py: Python<'_>, backend: &str, filter: &str) -> PyResult<(String, 
     Ok((b.resample(f).name().to_string(), arith))
 }
 
+/// `out[r, c, slot, p] = luts[c][codes[r, c, p]]` over C-contiguous `codes` `[rows, 3, pp]`,
+/// `luts` `[3, 256]` and `out` `[rows, 3, tps, pp]`: one frame's codes expanded into its slot
+/// of a temporal group (a video feature written as its frames are coded).
+fn fill_slot<T: Copy>(
+    codes: &[u8],
+    luts: &[T],
+    out: &mut [T],
+    pp: usize,
+    tps: usize,
+    slot: usize,
+) -> Result<(), KernelError> {
+    let bad = |what: String| Err(KernelError::InvalidArgument(what));
+    if luts.len() != 3 * 256 {
+        return bad(format!("luts hold {} values, not 3 x 256", luts.len()));
+    }
+    if pp == 0 || slot >= tps || !codes.len().is_multiple_of(3 * pp) {
+        return bad(format!(
+            "codes of {} for patches of {pp}, slot {slot} of {tps}",
+            codes.len()
+        ));
+    }
+    let rows = codes.len() / (3 * pp);
+    if out.len() != rows * 3 * tps * pp {
+        return bad(format!(
+            "out holds {}, not {rows} x 3 x {tps} x {pp}",
+            out.len()
+        ));
+    }
+    for (plane, src) in codes.chunks_exact(pp).enumerate() {
+        let lut = &luts[(plane % 3) * 256..(plane % 3 + 1) * 256];
+        let at = (plane * tps + slot) * pp;
+        for (d, &s) in out[at..at + pp].iter_mut().zip(src) {
+            *d = lut[usize::from(s)];
+        }
+    }
+    Ok(())
+}
+
+/// One frame's uint8 ``codes`` ``[rows, 3, pp]`` through the table ``luts`` ``[3, 256]``
+/// (float32, or bfloat16 as uint16) into slot ``slot`` of ``out`` ``[rows, 3, tps, pp]`` (one
+/// temporal group of a video feature), with the GIL released.
+#[pyfunction]
+fn lut_into_slot(
+    py: Python<'_>,
+    codes: PyReadonlyArray3<'_, u8>,
+    luts: &Bound<'_, PyAny>,
+    out: &Bound<'_, PyAny>,
+    slot: usize,
+) -> PyResult<()> {
+    let src = codes.as_slice()?;
+    let pp = codes.shape()[2];
+    if let Ok(mut dst) = out.extract::<PyReadwriteArray4<'_, f32>>() {
+        let table = luts.extract::<PyReadonlyArray2<'_, f32>>()?;
+        let (lut, tps) = (table.as_slice()?, dst.shape()[2]);
+        let dst = dst.as_slice_mut()?;
+        return py
+            .detach(|| fill_slot(src, lut, dst, pp, tps, slot))
+            .map_err(|e| to_pyerr(py, e));
+    }
+    let mut dst = out.extract::<PyReadwriteArray4<'_, u16>>()?;
+    let table = luts.extract::<PyReadonlyArray2<'_, u16>>()?;
+    let (lut, tps) = (table.as_slice()?, dst.shape()[2]);
+    let dst = dst.as_slice_mut()?;
+    py.detach(|| fill_slot(src, lut, dst, pp, tps, slot))
+        .map_err(|e| to_pyerr(py, e))
+}
+
 /// Register the classes on the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<FeatureTable>()?;
     m.add_class::<FeatureRecipe>()?;
     m.add_function(wrap_pyfunction!(hf_backend, m)?)?;
+    m.add_function(wrap_pyfunction!(lut_into_slot, m)?)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fill_slot_writes_its_slot_only() {
+        let luts: Vec<f32> = (0..768).map(|i| i as f32).collect();
+        let codes: Vec<u8> = vec![1, 2, 3, 4, 5, 6]; // one row, 3 channels, pp 2
+        let mut out = vec![-1.0f32; 12]; // tps 2
+        fill_slot(&codes, &luts, &mut out, 2, 2, 1).expect("valid");
+        assert_eq!(
+            out,
+            [-1.0, -1.0, 1.0, 2.0, -1.0, -1.0, 259.0, 260.0, -1.0, -1.0, 517.0, 518.0]
+        );
+        assert!(fill_slot(&codes, &luts, &mut out, 2, 2, 2).is_err());
+        assert!(fill_slot(&codes[..5], &luts, &mut out, 2, 2, 0).is_err());
+        assert!(fill_slot(&codes, &luts[..10], &mut out, 2, 2, 0).is_err());
+        assert!(fill_slot(&codes, &luts, &mut out[..11], 2, 2, 0).is_err());
+    }
 }
