@@ -10,7 +10,9 @@ and only its uint8 codes are kept until the writer lays the groups out."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import queue
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -144,6 +146,61 @@ def checked_video_plan(
     return got
 
 
+_DONE = object()
+
+
+class _Raised:
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+def prefetched(items: Iterator[Any], depth: int = 2) -> Iterator[Any]:
+    """``items`` pulled on a helper thread, at most ``depth`` ahead of the caller: the next
+    frames decode (FFmpeg and PyAV's conversion release the GIL) while the caller resizes
+    this one. An error of ``items`` is raised here, in order; when the caller stops early the
+    helper stops at its next item and ``items`` is closed on the helper's thread."""
+    ready: queue.Queue[Any] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def pump() -> None:
+        try:
+            for item in items:
+                if not put(item):
+                    return
+            put(_DONE)
+        except BaseException as e:  # handed to the caller, raised there
+            put(_Raised(e))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+
+    helper = threading.Thread(target=pump, name="sglang-mm-video-decode", daemon=True)
+    helper.start()
+    try:
+        while True:
+            item = ready.get()
+            if item is _DONE:
+                return
+            if isinstance(item, _Raised):
+                raise item.error
+            yield item
+    finally:
+        stop.set()
+        helper.join()
+
+
 def process_video(
     family: Family[Any],
     data: bytes | bytearray | memoryview,
@@ -168,7 +225,7 @@ def process_video(
     for k, i in enumerate(vplan.indices):
         positions.setdefault(i, []).append(k)
     codes: dict[int, npt.NDArray[np.uint8]] = {}
-    for index, frame in iter_frames(data, vplan.indices, limits):
+    for index, frame in prefetched(iter_frames(data, vplan.indices, limits)):
         if scope is not None:
             scope.check()
         got = recipe.run(frame, parts, table._native, True, max(1, threads))

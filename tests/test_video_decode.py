@@ -265,3 +265,42 @@ def test_corrupt_clips_with_pyav_logging_on_never_deadlock() -> None:
         [sys.executable, "-c", _STRESS], capture_output=True, text=True, timeout=240
     )
     assert done.returncode == 0 and done.stdout.strip() == "done", done.stderr[-2000:]
+
+
+def test_prefetched_frames_keep_their_order_bound_and_errors() -> None:
+    """The decode runs ahead on a helper thread by at most two frames; an early stop closes
+    the source (on the helper), and the source's error is raised in its place."""
+    import threading
+
+    from sglang_mm_core._video_items import prefetched
+
+    pulled: list[int] = []
+    closed = threading.Event()
+
+    def source():  # type: ignore[no-untyped-def]
+        try:
+            for i in range(100):
+                pulled.append(i)
+                yield i
+        finally:
+            closed.set()
+
+    got = prefetched(source(), depth=2)
+    assert next(got) == 0
+    time.sleep(0.3)
+    assert len(pulled) <= 4  # the one taken, two queued, one in the helper's hand
+    got.close()
+    assert closed.wait(5)
+
+    def failing():  # type: ignore[no-untyped-def]
+        yield 1
+        yield 2
+        raise DecodeError("frame 3 is broken", format="video")
+
+    it = prefetched(failing())
+    assert [next(it), next(it)] == [1, 2]
+    with pytest.raises(DecodeError, match="frame 3 is broken"):
+        next(it)
+    assert list(prefetched(iter([]))) == []
+    clip = _clip("h264-420")
+    assert [i for i, _ in prefetched(iter_frames(clip, [0, 2, 6], LIMITS))] == [0, 2, 6]
