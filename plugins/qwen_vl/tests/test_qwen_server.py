@@ -23,7 +23,6 @@ from sglang_mm_core.server import MmServer
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"
 SPEC = json.loads((EXAMPLES / "qwen2_vl" / "spec.json").read_text())
-PROXY_ENV = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"]
 IMAGES = {
     "rocket.jpg": EXAMPLES / "qwen2_vl" / "rocket.jpg",
     "coffee.jpg": EXAMPLES / "qwen2_vl" / "coffee.jpg",
@@ -39,10 +38,8 @@ REQUESTS = {
 
 
 @pytest.fixture(autouse=True)
-def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in PROXY_ENV:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("NO_PROXY", "*")
+def _no_proxy(no_proxy: None) -> None:
+    """Every test here talks to a server on 127.0.0.1."""
 
 
 @pytest.fixture(scope="module")

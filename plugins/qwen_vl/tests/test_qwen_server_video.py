@@ -37,14 +37,11 @@ SPEC: dict[str, Any] = {
     "params": {"generation": "qwen2_5_vl", "resample": "aten_u8", "video_fps": 4.0},
     "limits": {"max_items": 8},
 }
-PROXY_ENV = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"]
 
 
 @pytest.fixture(autouse=True)
-def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in PROXY_ENV:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("NO_PROXY", "*")
+def _no_proxy(no_proxy: None) -> None:
+    """Every test here talks to a server on 127.0.0.1."""
 
 
 @pytest.fixture(scope="module")
