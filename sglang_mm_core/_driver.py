@@ -29,6 +29,7 @@ from ._threads import resolve_threads
 from ._video import check_decoded_bytes
 from ._video_items import (
     VideoOptions,
+    check_feature_bytes,
     checked_video_plan,
     header_of,
     options_key,
@@ -428,6 +429,7 @@ class Pipeline:
         header = header_of(data, limits, count=False)
         vplan = self._call(checked_video_plan, self.family, header, options)
         check_decoded_bytes(header, len(set(vplan.indices)), limits)
+        check_feature_bytes(self.family, vplan, limits)
         return vplan.plan
 
     def check_prompt(self, input_ids: Any, n_items: int, n_videos: int = 0) -> None:

@@ -200,6 +200,11 @@ class Writer:
         feature is `video`'s expanded)."""
         return None
 
+    def video_bytes(self, plan: Plan, table: Table, frames: int) -> int | None:
+        """Bytes of the full feature `video` lays out for ``frames`` frames (None: unknown,
+        for a writer that lays out no video)."""
+        return None
+
     def kernel_size(self, plan: Plan, codes: bool) -> int:
         """Elements a kernel writes for ``plan``: the full shape's (frames a writer repeats
         are written once, where the writer says so)."""
@@ -309,6 +314,11 @@ class PatchRows(Writer):
                 codes[g, :, :, k, :] = per[g * tps + k]
         shape = (groups * rows, width)
         return _compact(codes.reshape(groups * rows, 3, 1, tps * pp), table, shape, 1, 2, 1)
+
+    def video_bytes(self, plan: Plan, table: Table, frames: int) -> int:
+        rows, width = self.shape(plan)
+        groups = -(-frames // self.temporal_patch_size)
+        return groups * rows * width * table.values.dtype.itemsize
 
     def video_sink(self, plan: Plan, table: Table, frames: int) -> VideoSink:
         """`video`'s layout, expanded through ``table`` as each frame arrives."""

@@ -54,6 +54,12 @@ class Limits(_Strict):
     max_video_decoded_bytes: int = Field(
         8 * 2**30, gt=0, description="Most RGB bytes the frames sampled from one video decode to."
     )
+    max_video_feature_bytes: int = Field(
+        4 * 2**30,
+        gt=0,
+        description="Most bytes one video's feature may take in its full form (what the "
+        "answer holds), checked from its plan before a frame is decoded.",
+    )
 
 
 class DecodeOptions(_Strict):

@@ -77,6 +77,7 @@ class VideoLimits:
     max_frames: int = 100_000
     max_duration_s: float = 3 * 3600.0
     max_decoded_bytes: int = 8 * 2**30
+    max_feature_bytes: int = 4 * 2**30
     deadline: float | None = None  # time.monotonic() value
 
 

@@ -24,7 +24,7 @@ from ._carriers import ProcessedItem, Source, Tensor
 from ._compact import CompactTensor
 from ._plan import Plan
 from ._video import VideoHeader, VideoLimits, count_frames, iter_frames, probe
-from .errors import KernelArgumentError, MmRequestError, PluginError
+from .errors import KernelArgumentError, LimitError, MmRequestError, PluginError
 
 if TYPE_CHECKING:
     from ._family import Family
@@ -108,7 +108,28 @@ def video_limits(limits: Limits) -> VideoLimits:
         max_frames=limits.max_video_frames,
         max_duration_s=limits.max_video_duration_s,
         max_decoded_bytes=limits.max_video_decoded_bytes,
+        max_feature_bytes=limits.max_video_feature_bytes,
     )
+
+
+def check_feature_bytes(family: Family[Any], vplan: VideoPlan, limits: VideoLimits) -> None:
+    """Refuse a video whose full feature would be over ``limits.max_feature_bytes``, from its
+    plan: processing checks it before decoding, and so does a token count (which must refuse
+    what processing would), whichever form is asked for."""
+    features, _ = family._video_compiled()
+    table = features.table
+    if table is None:
+        return
+    size = features.writer.video_bytes(vplan.plan, table, len(vplan.indices))
+    if size is not None and size > limits.max_feature_bytes:
+        raise LimitError(
+            f"{len(vplan.indices)} frames at {vplan.plan.geometry.width}x"
+            f"{vplan.plan.geometry.height} make a {size}-byte feature, over "
+            f"max_video_feature_bytes {limits.max_feature_bytes}",
+            limit="max_video_feature_bytes",
+            limit_value=limits.max_feature_bytes,
+            value=size,
+        )
 
 
 def header_of(
@@ -215,6 +236,7 @@ def process_video(
     (the decoded frame is dropped at once), then the codes laid out by the writer."""
     header = header_of(data, limits, count=True)
     vplan = checked_video_plan(family, header, options)
+    check_feature_bytes(family, vplan, limits)
     features, recipe = family._video_compiled()
     table = features.table
     if table is None or recipe is None:

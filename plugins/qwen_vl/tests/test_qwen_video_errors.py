@@ -142,6 +142,35 @@ def test_limits_refuse_the_video(limits: dict[str, Any], match: str) -> None:
     assert time.perf_counter() - t0 < 30  # a hang guard, not a timing assertion
 
 
+def test_the_feature_bytes_limit_is_the_full_feature_size() -> None:
+    """``max_video_feature_bytes`` against the full feature's real size: at it the video
+    passes, one byte under it is refused (in the compact form and by the count too, which
+    must refuse what processing does), before any frame is decoded (a clip cut after its
+    header is refused for its size, not for its missing frames)."""
+    with pipe(video_sampling="none") as p:
+        size = p.process(MmInput(ONE, videos=[CLIP])).items[0].feature.array.nbytes
+    with pipe({"max_video_feature_bytes": size}, video_sampling="none") as p:
+        assert p.process(MmInput(ONE, videos=[CLIP])).items[0].feature.array.nbytes == size
+    with pipe({"max_video_feature_bytes": size - 1}, video_sampling="none") as p:
+        for call in (p.process, p.count_tokens, lambda r: p.process(r, compact=True)):
+            with pytest.raises(LimitError, match="max_video_feature_bytes") as err:
+                call(MmInput(ONE, videos=[CLIP]))
+            assert (err.value.limit, err.value.limit_value, err.value.value) == (
+                "max_video_feature_bytes",
+                size - 1,
+                size,
+            )
+            assert err.value.modality == "video"
+    at = CLIP.find(b"mdat")  # the frames' data zeroed, the container's index kept
+    end = at - 4 + int.from_bytes(CLIP[at - 4 : at], "big")
+    blank = CLIP[: at + 4] + bytes(end - at - 4) + CLIP[end:]
+    with pipe(video_sampling="none") as p, pytest.raises(DecodeError):
+        p.process(MmInput(ONE, videos=[blank]))  # decoding it fails...
+    with pipe({"max_video_feature_bytes": size - 1}, video_sampling="none") as p:
+        with pytest.raises(LimitError, match="max_video_feature_bytes"):
+            p.process(MmInput(ONE, videos=[blank]))  # ...but the size is refused first
+
+
 def test_max_items_counts_videos_before_fetching() -> None:
     missing = ["/no/such/clip.mp4"] * 3
     with pipe({"max_items": 2}) as p:
