@@ -89,7 +89,11 @@ class PreprocessRequest(BaseModel):
         description="Request id, echoed in the answer; in embedded mode the key the host "
         "answers by (assigned by the server when absent, unique among requests in flight).",
     )
-    input_ids: list[TokenId] = Field(description="Prompt token ids.")
+    # At least one id: the schema states the rule the pipeline applies (an empty prompt is
+    # its MmRequestError, a 400, as in process), so the two cannot disagree on [].
+    input_ids: list[TokenId] = Field(
+        description="Prompt token ids (at least one).", json_schema_extra={"minItems": 1}
+    )
     images: list[StrictStr] = Field(
         default_factory=list,
         description="Each an http(s) URL, a data: URL, bare base64 or, when the fetch policy "

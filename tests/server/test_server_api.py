@@ -130,6 +130,8 @@ def test_health_families_metrics_openapi(
     schema = api["paths"]["/v1/preprocess"]["post"]["requestBody"]["content"]["application/json"]
     assert set(schema["schema"]["properties"]) == {"rid", "input_ids", "images", "videos"}
     assert "$defs" not in json.dumps(schema)  # every schema inlined: no dangling reference
+    # what the server refuses, the schema does not allow: an empty prompt (a 400, below)
+    assert schema["schema"]["properties"]["input_ids"]["minItems"] == 1
 
 
 @pytest.mark.parametrize(
@@ -154,6 +156,25 @@ def test_malformed_requests(
         if query and path == "/v1/tokens":
             continue
         assert_error(post(server, path + query, body), status, kind)
+
+
+@pytest.mark.parametrize(
+    ("body", "escape"),
+    [
+        (b'{"input_ids": [1], "rid": "\\ud800"}', "\\ud800"),
+        (b'{"input_ids": [1], "rid": "a\\ud83dz"}', "\\ud83d"),
+        (b'{"input_ids": [1], "images": ["\\udc00"]}', "\\udc00"),
+    ],
+    ids=["high-alone", "high-then-text", "low-alone"],
+)
+def test_a_lone_surrogate_is_named(server: MmServer, body: bytes, escape: str) -> None:
+    """The JSON parser calls it "unexpected end of hex escape"; the answer names the fault."""
+    resp = post(server, "/v1/preprocess", body)
+    assert_error(resp, 422, "ValidationError")
+    message = resp.json()["error"]["message"]
+    assert f"the escape {escape} at byte" in message and "lone UTF-16 surrogate" in message
+    pair = post(server, "/v1/tokens", b'{"input_ids": [1], "rid": "\\ud83d\\ude00"}')
+    assert pair.status_code == 200 and pair.json()["rid"] == "\U0001f600"
 
 
 def test_bad_content_is_400_naming_the_item(
