@@ -7,6 +7,7 @@ core's kernels (bicubic resize, table, patch rows), so the family has no kernel 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -64,13 +65,11 @@ class QwenVLFamily(mm.Family[QwenVLParams]):
         video processor (torchvision arithmetic, whatever ``resample`` says) normalizes the
         exact-size float frames, whose values are the uint8 codes, so the table applies."""
         p = self.params
+        features = self.features()
         if p.video_sampling != "qwen_vl_utils":
-            return self.features()
-        return mm.Features(
-            table=mm.Table.hf(p.image_mean, p.image_std, "aten_u8"),
-            writer=mm.PatchRows(p.patch_size, p.merge_size, p.temporal_patch_size),
-            resample="aten_f32",
-        )
+            return features
+        table = mm.Table.hf(p.image_mean, p.image_std, "aten_u8")
+        return dataclasses.replace(features, table=table, resample="aten_f32")
 
     def video_plan(self, video: mm.VideoHeader, options: mm.VideoOptions) -> mm.VideoPlan:
         """The sampled frames, their one size and the grid, by the params' ``video_sampling``

@@ -156,40 +156,28 @@ def _sample(
                     name, given[name], "video_sampling 'none' keeps every frame"
                 )
         idx = np.arange(total, dtype=np.int64)
-    elif gen == "qwen3":
-        for name in ("min_frames", "max_frames"):
-            if name in given:
-                raise mm.unsupported_option(
-                    name,
-                    given[name],
-                    "transformers' Qwen3VLVideoProcessor ignores a per-call "
-                    f"{name}; set the video_{name} param",
-                )
+    else:
+        if gen == "qwen3":
+            for name in ("min_frames", "max_frames"):
+                if name in given:
+                    raise mm.unsupported_option(
+                        name,
+                        given[name],
+                        "transformers' Qwen3VLVideoProcessor ignores a per-call "
+                        f"{name}; set the video_{name} param",
+                    )
+        # A video's fps or nframes overrides the params' (either one, as sample_frames takes).
         nframes = o.nframes
         rate = o.fps if o.fps is not None else (None if nframes is not None else p.video_fps)
         if rate is None and nframes is None:
             nframes = p.video_num_frames
-        if rate is None and nframes is None:  # a processor whose fps is None: every frame
+        if gen == "qwen3" and rate is None and nframes is None:
+            # a Qwen3 processor whose fps is None: every frame, within the frame bounds
             nframes = min(max(total, p.video_min_frames), p.video_max_frames)
         idx = hf_frame_indices(
             total,
             fps,
-            generation="qwen3",
-            do_sample_frames=True,
-            fps=rate,
-            num_frames=nframes,
-            min_frames=p.video_min_frames,
-            max_frames=p.video_max_frames,
-        )
-    else:
-        nframes = o.nframes if o.nframes is not None else None
-        rate = o.fps if o.fps is not None else (None if nframes is not None else p.video_fps)
-        if rate is None and nframes is None:
-            nframes = p.video_num_frames
-        idx = hf_frame_indices(
-            total,
-            fps,
-            generation="qwen2",
+            generation=gen,
             do_sample_frames=True,
             fps=rate,
             num_frames=nframes,
