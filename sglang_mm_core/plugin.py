@@ -16,7 +16,8 @@ form and the item itself from those two answers. The modules behind these names 
 - the feature pipeline: `Features`, `Table` (and `hf_backend`, the one reading of a HF
   backend's name), `Part`, the writers `ChannelPlanes`, `Tiles`, `PatchRows`, `ChwPatches`,
   `HwcPatches`
-  (and their base `Writer`); the types `Arithmetic`, `Backend`, `Rect`;
+  (and their base `Writer`, and `VideoSink`, where a writer's `video_sink` writes a video's
+  full feature frame by frame); the types `Arithmetic`, `Backend`, `Rect`;
 - what a plan's tokens are: `Repeat`, `Explicit` (`Pattern` is either);
 - the carriers: `Geometry`, `Tensor` (`DType` tags), `ProcessedItem` (what
   `Family.process_item` returns), `CompactTensor`;
@@ -51,6 +52,7 @@ from ._features import (
     Rect,
     Table,
     Tiles,
+    VideoSink,
     Writer,
     hf_backend,
 )
@@ -135,6 +137,7 @@ __all__ = [
     "VideoHeader",
     "VideoOptions",
     "VideoPlan",
+    "VideoSink",
     "Writer",
     "as_rgb",
     "available_cores",

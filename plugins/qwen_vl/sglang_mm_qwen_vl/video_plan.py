@@ -22,7 +22,7 @@ import numpy as np
 from sglang_mm_core import plugin as mm
 
 from .params import QwenVLParams
-from .timestamps import TimestampTokenizer, timestamp_seconds, timestamp_text
+from .timestamps import FALLBACK_FPS, TimestampTokenizer, timestamp_seconds, timestamp_text
 from .video_sampling import (
     Generation,
     hf_frame_indices,
@@ -60,7 +60,7 @@ def plan_video(
     ps, tps = p.patch_size, p.temporal_patch_size
     t = -(-n // tps)
     gh, gw = height // ps, width // ps
-    sampled_fps = (n / total * fps) if fps is not None else 24.0  # HF's fallback rate
+    sampled_fps = (n / total * fps) if fps is not None else FALLBACK_FPS
     seconds = tps / sampled_fps
     geometry = mm.Geometry(height, width, (t, gh, gw), seconds_per_grid_t=seconds)
     per_group = gh * gw // p.merge_size**2
