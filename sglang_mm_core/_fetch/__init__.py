@@ -50,20 +50,23 @@ def fetch_one(
     item: int = 0,
     budget: Budget | None = None,
     modality: str = "image",
+    sniff: bool = False,
 ) -> Fetched:
     """Fetch request item `item` (of its ``modality``'s list), charged to `budget` (a fresh
-    one for this item if None)."""
+    one for this item if None). With ``sniff``, an image's ``data:`` URL or base64 payload
+    whose first decoded bytes are no image format we decode is refused before the rest is
+    decoded, with the decoder's own `DecodeError`."""
     kind = source_kind(source)
     if budget is None:
         budget = Budget(limits)
     try:
         budget.take_item()
-        return Fetched(_fetch(source, kind, policy, budget), kind)
+        return Fetched(_fetch(source, kind, policy, budget, sniff and modality == "image"), kind)
     except MmError as err:
         raise err.at_item(item, kind, modality) from None
 
 
-def _fetch(source: Source, kind: str, policy: FetchPolicy, budget: Budget) -> Buffer:
+def _fetch(source: Source, kind: str, policy: FetchPolicy, budget: Budget, image: bool) -> Buffer:
     if isinstance(source, (bytes, bytearray, memoryview)):
         return passthrough(source, budget)
     if kind == "file" and isinstance(source, (str, os.PathLike)):
@@ -72,8 +75,8 @@ def _fetch(source: Source, kind: str, policy: FetchPolicy, budget: Budget) -> Bu
         if kind == "http":
             return fetch_http(source, policy, budget)
         if kind == "data_url":
-            return decode_data_url(source, budget)
-        return decode_base64(source, budget)
+            return decode_data_url(source, budget, sniff=image)
+        return decode_base64(source, budget, sniff=image)
     raise FetchError(
         f"unsupported source type {type(source).__name__} (expected a URL, path, base64 "
         "string or bytes)"
@@ -86,11 +89,12 @@ def fetch_all(
     policy: FetchPolicy,
     limits: Limits,
     n_images: int | None = None,
+    sniff_images: bool = True,
 ) -> list[Fetched]:
     """Fetch every source of one request in order under one budget; the item count is checked
     before anything is fetched, and the first failure ends the request. With ``n_images``,
     the sources past the first ``n_images`` are the request's videos, and their errors name
-    them so (``video 0``)."""
+    them so (``video 0``). ``sniff_images``: see `fetch_one` (a request's images are images)."""
     if isinstance(sources, (str, bytes, bytearray, memoryview)):
         raise FetchError("sources must be a list of sources, not a single string or buffer")
     if len(sources) > limits.max_items:
@@ -108,7 +112,13 @@ def fetch_all(
         item, modality = (k, "image") if k < first_video else (k - first_video, "video")
         out.append(
             fetch_one(
-                source, policy=policy, limits=limits, item=item, budget=budget, modality=modality
+                source,
+                policy=policy,
+                limits=limits,
+                item=item,
+                budget=budget,
+                modality=modality,
+                sniff=sniff_images,
             )
         )
     return out

@@ -8,18 +8,20 @@ import os
 import re
 import stat
 from typing import TypeAlias
-from urllib.parse import unquote, unquote_to_bytes, urlsplit
+from urllib.parse import unquote, urlsplit
 
 from .. import _native
 from .._spec import FetchPolicy
-from ..errors import FetchError, MmError
+from ..errors import FetchError, KernelArgumentError
 from .budget import Budget
 
 Source: TypeAlias = str | bytes | bytearray | memoryview | os.PathLike[str]
 Buffer: TypeAlias = bytes | bytearray | memoryview
 
 _CHUNK = 1 << 20
-_PERCENT_CHUNK = 1 << 16  # unquote_to_bytes makes one object per escape: keep chunks small
+# RFC 2397 puts no bound on a data: URL's media type and parameters; real ones are a few
+# dozen characters. Past this the ',' is not looked for (nor the header copied).
+MAX_DATA_URL_HEADER = 4096
 _BASE64ISH = re.compile(r"[A-Za-z0-9+/]{60,}={0,2}")
 
 
@@ -72,51 +74,56 @@ def _check_decoded(size: int, budget: Budget, what: str) -> None:
         raise budget.over_cap(limit, f"decoded {what} of {size} bytes or more")
 
 
-def decode_base64(text: str, budget: Budget, what: str = "base64 source") -> bytes:
-    """Standard-alphabet base64, surrounding whitespace trimmed; the decoded size is checked
-    against the stream cap and the request budget before anything is decoded."""
-    _check_decoded(_native.base64_decoded_len(text), budget, what)
+def decode_base64(
+    text: str, budget: Budget, what: str = "base64 source", start: int = 0, sniff: bool = False
+) -> bytes:
+    """Standard-alphabet base64 from ``text[start:]`` (never sliced out: a payload far inside a
+    huge string is read in place), surrounding whitespace trimmed. The decoded size is
+    checked against the stream cap and the request budget before anything is decoded; with
+    ``sniff`` (an image source) the first bytes must be an image format we decode."""
+    if not text.isascii():  # O(1) for a str; base64 is ASCII, and a non-ASCII str has no
+        # UTF-8 form to borrow (the kernel would copy it whole to refuse it)
+        raise FetchError(f"{what} is not valid base64 (it holds a non-ASCII character)")
+    _check_decoded(_native.base64_decoded_len(text, start), budget, what)
     try:
-        data = _native.base64_decode(text)
-    except MmError as err:  # the kernel reports a KernelArgumentError
+        data = _native.base64_decode(text, start, sniff)
+    except KernelArgumentError as err:
         raise FetchError(f"{what} is not valid base64 ({err})") from None
     budget.charge(len(data), f"decoded {what}")
     return data
 
 
-def decode_data_url(url: str, budget: Budget) -> bytes:
+def decode_data_url(url: str, budget: Budget, sniff: bool = False) -> bytes:
     """RFC 2397: `data:[<mediatype>][;base64],<data>`. With `;base64` the part after the first
-    comma is base64; without it the data is percent-encoded text, decoded as such (its size,
-    exact, is known before decoding too)."""
-    comma = url.find(",", 5)
+    comma is base64; without it the data is percent-encoded text. Either way the payload is
+    decoded natively where it lies in ``url`` and its exact decoded size is checked first;
+    ``sniff`` as in `decode_base64`."""
+    comma = url.find(",", 5, 5 + MAX_DATA_URL_HEADER + 1)
     if comma < 0:
+        if len(url) > 5 + MAX_DATA_URL_HEADER:
+            raise FetchError(
+                f"data: URL has no ',' within its first {MAX_DATA_URL_HEADER} characters (its "
+                "media type and parameters)"
+            )
         raise FetchError("data: URL has no ',' before its data")
     header = url[5:comma]
     params = [p.strip().lower() for p in header.split(";")]
     if len(params) > 1 and params[-1] == "base64":
-        return decode_base64(url[comma + 1 :], budget, "data: URL payload")
-    return _decode_percent(url, comma + 1, budget, "data: URL payload")
+        return decode_base64(url, budget, "data: URL payload", comma + 1, sniff)
+    return _decode_percent(url, comma + 1, budget, "data: URL payload", sniff)
 
 
-def _decode_percent(text: str, start: int, budget: Budget, what: str) -> bytes:
-    """Percent-decoding of ``text[start:]`` in chunks (never copied whole), so memory stays
-    near the decoded size and stops at the cap. Each escape turns at most 3 characters into
-    1 byte, so ``length - 2 * count('%')`` is a lower bound of the decoded size, checked
-    before decoding anything."""
-    n = len(text)
-    _check_decoded(n - start - 2 * text.count("%", start), budget, what)
-    cap, limit = budget.stream_cap()
-    out = bytearray()
-    while start < n:
-        end = min(start + _PERCENT_CHUNK, n)
-        cut = text.rfind("%", max(start, end - 2), end)
-        if end < n and cut >= 0:
-            end = cut  # never split an escape between two chunks
-        out += unquote_to_bytes(text[start:end])
-        if len(out) > cap:
-            raise budget.over_cap(limit, f"decoded {what} ({len(out)} bytes so far)")
-        start = end
-    data = bytes(out)
+def _decode_percent(text: str, start: int, budget: Budget, what: str, sniff: bool) -> bytes:
+    """Percent-decoding of ``text[start:]`` in the kernel, straight into the result: its exact
+    size is counted first (without allocating) and checked against the cap, so an oversized
+    payload costs one scan and an undersized one a single buffer. A non-ASCII text is read as
+    its UTF-8, as `urllib.parse.unquote_to_bytes` reads it."""
+    at = start if text.isascii() else len(text[:start].encode("utf-8", "surrogatepass"))
+    try:
+        _check_decoded(_native.percent_decoded_len(text, at), budget, what)
+        data = _native.percent_decode(text, at, sniff)
+    except KernelArgumentError as err:  # a str with no UTF-8 form
+        raise FetchError(f"{what} is not Unicode text ({err})") from None
     budget.charge(len(data), f"decoded {what}")
     return data
 

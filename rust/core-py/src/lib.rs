@@ -3,11 +3,11 @@
 
 use mm_kernels::decode::{self, Alpha, DecodeOptions};
 use mm_kernels::resize::{self, PassOrder, Resample};
-use mm_kernels::{b64, dims, hash, limits, KernelError, Par};
+use mm_kernels::{b64, dims, hash, limits, pct, KernelError, Par};
 use mm_pyglue::{array_from_vec, bytes_snapshot, rgb_view, to_pyerr};
 use numpy::{PyArrayDyn, PyReadonlyArray1, PyReadonlyArray3};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes};
+use pyo3::types::{PyBool, PyBytes, PyString};
 
 mod body_shape;
 mod features;
@@ -184,23 +184,114 @@ fn blake3_hex(data: &Bound<'_, PyAny>) -> PyResult<String> {
     with_bytes(data, hash::blake3_hex)
 }
 
-#[pyfunction]
-fn base64_decoded_len(data: &Bound<'_, PyAny>) -> PyResult<usize> {
-    if let Ok(s) = data.extract::<&str>() {
-        return Ok(b64::decoded_len(s.as_bytes()));
+/// The text of a `str` or bytes-like source from byte `start` on: a `str` is borrowed as its
+/// UTF-8 (no copy for an ASCII string), so a payload far inside a huge `data:` URL is never
+/// sliced out of it first.
+fn with_text<R>(obj: &Bound<'_, PyAny>, start: usize, f: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
+    let tail = |bytes: &[u8]| -> PyResult<usize> {
+        if start > bytes.len() {
+            return Err(to_pyerr(
+                obj.py(),
+                KernelError::InvalidArgument(format!(
+                    "start {start} is past the end of a {}-byte text",
+                    bytes.len()
+                )),
+            ));
+        }
+        Ok(start)
+    };
+    if obj.is_instance_of::<PyString>() {
+        let s = obj.extract::<&str>().map_err(|_| {
+            to_pyerr(
+                obj.py(),
+                KernelError::InvalidArgument(
+                    "the text holds a lone surrogate, which has no UTF-8 form".to_string(),
+                ),
+            )
+        })?;
+        let at = tail(s.as_bytes())?;
+        return Ok(f(&s.as_bytes()[at..]));
     }
-    with_bytes(data, b64::decoded_len)
+    let snapshot = bytes_snapshot(obj)?;
+    let at = tail(snapshot.as_bytes())?;
+    Ok(f(&snapshot.as_bytes()[at..]))
+}
+
+/// Decoded bytes enough for every format's magic number (`decode::Format::detect`).
+const SNIFF_BYTES: usize = 64;
+
+/// Refuse, from the first decoded bytes, a payload that is no image format we decode: the same
+/// `DecodeError` the decoder would give, without decoding the rest. `head` is the decoded prefix
+/// (the whole payload when it is shorter than `SNIFF_BYTES`).
+fn sniff_image(head: &[u8]) -> Result<(), KernelError> {
+    decode::Format::detect(head).map(|_| ())
 }
 
 #[pyfunction]
-fn base64_decode<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-    let decoded = if let Ok(s) = data.extract::<&str>() {
-        py.detach(|| b64::base64_decode(s.as_bytes()))
-    } else {
-        with_bytes(data, |bytes| py.detach(|| b64::base64_decode(bytes)))?
-    }
+#[pyo3(signature = (data, start = 0))]
+fn base64_decoded_len(data: &Bound<'_, PyAny>, start: usize) -> PyResult<usize> {
+    with_text(data, start, b64::decoded_len)
+}
+
+/// Base64 from byte `start` of `data`; with `sniff`, a payload whose first bytes are no image
+/// format is a `DecodeError` before the rest is decoded.
+#[pyfunction]
+#[pyo3(signature = (data, start = 0, sniff = false))]
+fn base64_decode<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    start: usize,
+    sniff: bool,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let decoded = with_text(data, start, |text| {
+        py.detach(|| {
+            if sniff {
+                let t = text.trim_ascii_start();
+                // A prefix of whole quanta (a short payload is left to the decoder); if it does
+                // not decode, the full decode says why.
+                let quanta = SNIFF_BYTES.div_ceil(3) * 4;
+                if t.len() > quanta {
+                    if let Ok(head) = b64::base64_decode(&t[..quanta]) {
+                        sniff_image(&head)?;
+                    }
+                }
+            }
+            b64::base64_decode(text)
+        })
+    })?
     .map_err(|e| to_pyerr(py, e))?;
     Ok(PyBytes::new(py, &decoded))
+}
+
+#[pyfunction]
+#[pyo3(signature = (data, start = 0))]
+fn percent_decoded_len(py: Python<'_>, data: &Bound<'_, PyAny>, start: usize) -> PyResult<usize> {
+    with_text(data, start, |text| py.detach(|| pct::decoded_len(text)))
+}
+
+/// Percent-decoding (as `urllib.parse.unquote_to_bytes`) from byte `start` of `data`, written
+/// straight into the new `bytes` with the GIL released; with `sniff`, the first bytes must be
+/// an image format we decode (a `DecodeError` before the rest is decoded).
+#[pyfunction]
+#[pyo3(signature = (data, start = 0, sniff = false))]
+fn percent_decode<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    start: usize,
+    sniff: bool,
+) -> PyResult<Bound<'py, PyBytes>> {
+    with_text(data, start, |text| {
+        let n = py.detach(|| pct::decoded_len(text));
+        if sniff {
+            let mut head = [0u8; SNIFF_BYTES];
+            let (_, wrote) = pct::percent_decode_into(text, &mut head);
+            sniff_image(&head[..wrote]).map_err(|e| to_pyerr(py, e))?;
+        }
+        PyBytes::new_with(py, n, |buf| {
+            py.detach(|| pct::percent_decode_into(text, buf));
+            Ok(())
+        })
+    })?
 }
 
 /// Whether this build can spawn kernel threads (the `parallel` feature of mm-kernels).
@@ -330,6 +421,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(blake3_hex, m)?)?;
     m.add_function(wrap_pyfunction!(base64_decoded_len, m)?)?;
     m.add_function(wrap_pyfunction!(base64_decode, m)?)?;
+    m.add_function(wrap_pyfunction!(percent_decoded_len, m)?)?;
+    m.add_function(wrap_pyfunction!(percent_decode, m)?)?;
     m.add_function(wrap_pyfunction!(parallel_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(json_shape, m)?)?;
     m.add_function(wrap_pyfunction!(token_indices, m)?)?;

@@ -12,6 +12,7 @@ pub mod hash;
 pub mod image;
 pub mod limits;
 pub mod par;
+pub mod pct;
 pub mod resize;
 #[cfg(test)]
 mod test_util;
