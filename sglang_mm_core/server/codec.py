@@ -11,7 +11,6 @@ JSON (``?format=json``, for debugging and small images): the same content with t
 from __future__ import annotations
 
 import json
-import math
 import secrets
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .._carriers import DType, MmOutput, Tensor
+from .._compact import CompactTensor
 from .._outputs import (
     _NUMPY_FOR_TAG,
     FORMAT_VERSION,
@@ -84,24 +84,80 @@ def encode_json(out: MmOutput) -> bytes:
     return b"".join(encode_json_chunks(out))
 
 
-def _min_json_bytes(arr: np.ndarray) -> int:
-    """A lower bound of an array's JSON size: ``0,`` per integer, ``0.0,`` per float."""
-    return int(arr.size) * (4 if arr.dtype.kind == "f" else 2)
+_POW10 = 10 ** np.arange(1, 19, dtype=np.int64)
+
+
+def _structure_bytes(shape: tuple[int, ...]) -> int:
+    """The brackets and commas of an array of ``shape`` as nested JSON lists."""
+    lists, total = 1, 0
+    for d in shape:  # each list of a level: its brackets and the commas between its members
+        total += lists * (2 + max(d - 1, 0))
+        lists *= d
+    return total
+
+
+def _int_text_bytes(arr: np.ndarray) -> int:
+    """The digits (and signs) of an integer array's values, exactly."""
+    flat = np.asarray(arr).ravel().astype(np.int64, copy=False)
+    if not flat.size:
+        return 0
+    digits = np.searchsorted(_POW10, np.abs(flat), side="right") + 1
+    return int(digits.sum()) + int(np.count_nonzero(flat < 0))
+
+
+def _float_text_lens(values: np.ndarray) -> np.ndarray:
+    """How long each value of a small float array is in JSON (``json.dumps`` of the value)."""
+    return np.array([len(json.dumps(v)) for v in values.tolist()], dtype=np.int64)
+
+
+def _array_json_bytes(arr: np.ndarray) -> int:
+    """An array's JSON size: exact for integers (bfloat16 is sent as its integer bits), a lower
+    bound (``0.0`` per value) for floats, whose text is only known by formatting them."""
+    arr = np.asarray(arr)
+    text = 3 * arr.size if arr.dtype.kind == "f" else _int_text_bytes(arr)
+    return _structure_bytes(arr.shape) + text
+
+
+def _compact_json_bytes(f: CompactTensor) -> int:
+    """A compact feature's JSON size, exactly, from its codes and tables alone: each value's
+    text is its table entry's, so a count of the codes per channel is enough (one pass over
+    the codes, nothing expanded or formatted past the tables)."""
+    v, ax = f.view_shape, f.channel_axis
+    mask = f.pad_mask()
+    ints = f.dtype == "bfloat16"
+    text = 0
+    for c in range(v[ax]):
+        codes = f.codes[(slice(None),) * ax + (slice(c, c + 1),)]
+        lens = (
+            np.array([len(str(b)) for b in f.luts[c].tolist()], dtype=np.int64)
+            if ints
+            else _float_text_lens(f.luts[c])
+        )
+        if mask is None:
+            text += int(np.bincount(codes.ravel(), minlength=256) @ lens)
+            continue
+        assert f.pad is not None
+        padded = np.broadcast_to(mask, codes.shape)
+        kept = codes[~padded]
+        n_pad = codes.size - kept.size
+        pad_len = len(str(int(f.pad[c]))) if ints else len(json.dumps(float(f.pad[c])))
+        text += int(np.bincount(kept, minlength=256) @ lens) + n_pad * pad_len
+    return _structure_bytes(f.shape) + text * f.repeats
 
 
 def json_size_floor(out: MmOutput) -> int:
-    """A lower bound of the JSON answer's size, known without encoding anything."""
+    """A lower bound of the JSON answer's size, known without encoding anything: exact for
+    integer arrays and for compact features (their values' text comes from the tables), the
+    brackets and commas plus ``0.0`` per value for full float features."""
     arrays = [out.input_ids]
     if isinstance(out.positions, MRope):
         arrays.append(out.positions.positions)
-    floats = 0  # compact features are answered expanded: one float per element
+    total = sum(_array_json_bytes(a) for a in arrays)
     for it in out.items:
-        if isinstance(it.feature, Tensor):
-            arrays.append(it.feature.array)
-        else:
-            floats += math.prod(it.feature.shape)
-        arrays.extend(t.array for t in it.aux.values())
-    return 4 * floats + sum(_min_json_bytes(np.asarray(a)) for a in arrays)
+        f = it.feature
+        total += _array_json_bytes(f.array) if isinstance(f, Tensor) else _compact_json_bytes(f)
+        total += sum(_array_json_bytes(t.array) for t in it.aux.values())
+    return total
 
 
 def _over_json_cap(size: int, cap: int, how: str) -> LimitError:

@@ -290,8 +290,14 @@ class Engine:
             }
             self._complete(ticket, Answer(200, json.dumps(body).encode(), "application/json"))
             return
+        # A JSON answer is built from the compact form where there is one: its size is then
+        # known exactly from the codes and tables, so an answer over the cap is refused
+        # before a float is expanded or formatted (the JSON form sends features expanded).
+        compact = ticket.compact or (
+            ticket.fmt == "json" and ticket.kind != "submit" and pipe.family.offers_compact
+        )
         try:
-            out = pipe.process(req, compact=ticket.compact)
+            out = pipe.process(req, compact=compact)
         except Exception as e:
             self._complete(ticket, answer_for(e, f"request {ticket.rid!r}"))
             return

@@ -12,14 +12,17 @@ import safetensors
 import safetensors.numpy
 from srv_helpers import FamilySetup, assert_same_output
 
-from sglang_mm_core import Geometry, MmItem, MmOutput, Tensor
+from sglang_mm_core import CompactTensor, Geometry, MmInput, MmItem, MmOutput, Tensor
 from sglang_mm_core.plugin import MRope, Rope1D
 from sglang_mm_core.server.codec import (
     CodecError,
+    _array_json_bytes,
+    _compact_json_bytes,
     decode_json,
     decode_safetensors,
     encode_json,
     encode_safetensors,
+    json_size_floor,
 )
 
 
@@ -148,3 +151,75 @@ def test_mrope_positions_survive(fam: FamilySetup, images: dict[str, bytes]) -> 
     assert type(back.positions) is type(out.positions)
     if isinstance(out.positions, MRope):
         assert back.positions == out.positions
+
+
+# -- the JSON answer's size, known before encoding ---------------------------------------------
+
+
+def _text(arr: np.ndarray) -> int:
+    return len(json.dumps(arr.tolist(), separators=(",", ":")))
+
+
+def _compact(dtype: str, pad_rules: tuple[tuple[int, int, int], ...] = ()) -> CompactTensor:
+    """Codes [2 frames-once, 3 channels, 5, 6] with tables whose texts differ in length."""
+    rng = np.random.default_rng(3)
+    codes = rng.integers(0, 256, size=(1, 3, 5, 6), dtype=np.uint8)
+    if dtype == "float32":
+        luts = (rng.standard_normal((3, 256)) * 10.0 ** rng.integers(-3, 3, (3, 256))).astype(
+            np.float32
+        )
+        luts[0, :4] = [0.0, -0.0, 1.0, 0.5]  # the shortest texts
+        pad = np.array([0.0, -1.5, 123.25], dtype=np.float32)
+    else:
+        luts = rng.integers(0, 2**16, size=(3, 256), dtype=np.uint16)
+        pad = np.array([0, 7, 65535], dtype=np.uint16)
+    return CompactTensor(
+        codes,
+        luts,
+        dtype,  # type: ignore[arg-type]
+        (2, 3, 5, 6),
+        channel_axis=1,
+        repeat_axis=0,
+        repeats=2,
+        pad=pad if pad_rules else None,
+        pad_rules=pad_rules,
+    )
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("pad_rules", [(), ((2, 3, 27),)], ids=["no-pad", "pad"])
+def test_a_compact_features_json_size_is_exact(
+    dtype: str, pad_rules: tuple[tuple[int, int, int], ...]
+) -> None:
+    f = _compact(dtype, pad_rules)
+    assert _compact_json_bytes(f) == _text(f.expand().array)
+
+
+@pytest.mark.parametrize(
+    "arr",
+    [
+        np.array(5, dtype=np.int64),
+        np.zeros((0, 3), dtype=np.int32),
+        np.array([[0, -1, 9, 10, -10], [99, 100, -(2**62), 2**62, 7]], dtype=np.int64),
+        np.arange(2**16, dtype=np.uint16).reshape(4, 4, 4096),
+    ],
+    ids=["scalar", "empty", "signs-and-digits", "uint16"],
+)
+def test_an_integer_arrays_json_size_is_exact(arr: np.ndarray) -> None:
+    assert _array_json_bytes(arr) == _text(arr)
+
+
+def test_the_floor_is_exact_for_compact_answers_and_a_bound_for_full_ones(
+    fam: FamilySetup, images: dict[str, bytes]
+) -> None:
+    pipe = fam.pipeline
+    req = MmInput(fam.prompt(2), [images["jpeg_200x150"], images["png_56x56"]])
+    full = pipe.process(req)
+    arrays = sum(
+        _text(it.feature.array) + sum(_text(t.array) for t in it.aux.values()) for it in full.items
+    ) + _text(full.input_ids)
+    if isinstance(full.positions, MRope):
+        arrays += _text(full.positions.positions)
+    assert json_size_floor(full) <= arrays < len(encode_json(full))
+    if pipe.family.offers_compact:
+        assert json_size_floor(pipe.process(req, compact=True)) == arrays
