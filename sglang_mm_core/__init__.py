@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from ._cache import CacheStats, FormStats
 from ._carriers import Geometry, MmInput, MmItem, MmOutput, Tensor, TokenCount, VideoSource
 from ._compact import CompactTensor
 from ._driver import Pipeline, pipeline_from_spec
@@ -55,12 +56,14 @@ except PackageNotFoundError:  # running from a source tree without install metad
 __all__ = [
     "BrokenPlugin",
     "CacheOptions",
+    "CacheStats",
     "CodecError",
     "CompactTensor",
     "DecodeError",
     "DecodeOptions",
     "FetchError",
     "FetchPolicy",
+    "FormStats",
     "Geometry",
     "KernelArgumentError",
     "LayoutError",

@@ -18,8 +18,8 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _native
-from ._cache import CacheStats, FeatureCache
-from ._carriers import MmInput, MmItem, MmOutput, ProcessedItem, Tensor, TokenCount
+from ._cache import CacheStats, FeatureCache, Form
+from ._carriers import MmInput, MmItem, MmOutput, ProcessedItem, TokenCount
 from ._family import Family
 from ._layout import TokenLayout, apply_layout, check_placeholders, layout_by_placeholder_kinds
 from ._plan import Placeholder, Plan
@@ -218,8 +218,7 @@ class Pipeline:
         self.spec = spec
         self.spec_fingerprint = spec.fingerprint
         self.par = Par(resolve_threads(spec.spec.threads), request_threads)
-        cache = spec.spec.cache
-        self.cache: FeatureCache | None = None if cache is None else FeatureCache(cache.max_bytes)
+        self.cache: FeatureCache | None = None
         try:
             self.family: Family[Any] = spec.family(spec.params)
         except MmError:
@@ -247,6 +246,10 @@ class Pipeline:
             raise
         except Exception as e:
             raise _plugin_error(fam, "features() or placeholder()", e) from e
+        cache = spec.spec.cache
+        if cache is not None:  # one entry per form asked for (_cache.py)
+            forms: tuple[Form, ...] = ("full", "compact") if self._offers_compact else ("full",)
+            self.cache = FeatureCache(cache.max_bytes, forms)
         self._needs_images = bool(fam.requires_images)
         self._takes_images = "image" in fam.modalities
         self._takes_videos = "video" in fam.modalities
@@ -387,7 +390,8 @@ class Pipeline:
         )
 
     def cache_stats(self) -> CacheStats | None:
-        """Hit, miss, wait and eviction counters of the feature cache (None without one)."""
+        """Hit, miss, wait and eviction counters of the feature cache, per form and summed,
+        and what it holds (None without one)."""
         return None if self.cache is None else self.cache.stats()
 
     def count_tokens(self, request: MmInput) -> TokenCount:
@@ -529,13 +533,15 @@ class Pipeline:
             hexd = _native.blake3_hex(job.data)
             # `content_hash` is the digest's first 8 bytes, big-endian: one pass gives both.
             digest = int(hexd[:16], 16)
-            stored = self._offers_compact
             key: tuple[str, ...] = (self.spec_fingerprint, hexd)
             if job.video is not None:
                 key += ("video", options_key(job.video))
-            got, _ = self.cache.get_or_compute(key, lambda: self._compute(job.data, stored, job))
-            if stored and not job.compact:
-                got = _expanded(got)
+            # The form asked for is the form kept: a hit hands out the stored (read-only)
+            # buffers as they are, and a miss computes that form directly.
+            form: Form = "compact" if job.compact else "full"
+            got, _ = self.cache.get_or_compute(
+                key, form, lambda: self._compute(job.data, job.compact, job)
+            )
             return _Done(digest, got, modality)
         except _Failed as f:
             return f.error
@@ -657,14 +663,6 @@ def _fetch_all() -> Callable[..., Any]:
 
         _FETCH_ALL = fetch_all
     return _FETCH_ALL
-
-
-def _expanded(item: ProcessedItem) -> ProcessedItem:
-    """A cached compact item in its full form (what a ``compact=False`` request gets)."""
-    f = item.feature
-    if isinstance(f, Tensor):
-        return item
-    return ProcessedItem(f.expand(), item.aux, item.geometry, item.plan)
 
 
 def _check_positions(fam: Family[Any], positions: object, length: int) -> None:

@@ -1,6 +1,8 @@
 """The feature cache: a hit gives the bits of a miss, the byte cap evicts least recently used
 entries, concurrent requests for one new image compute it once, and the key's fingerprint
-moves with every param and decode option (and with nothing else)."""
+moves with every param and decode option (and with nothing else). Each form asked for is kept
+on its own (a full request hits a full entry, a compact one a compact entry), counted per form,
+under the one byte bound, and a hit hands out the stored buffers themselves, read-only."""
 
 from __future__ import annotations
 
@@ -14,10 +16,11 @@ import pytest
 from core_helpers import png_bytes
 from sglang_mm_toy import ToyFamily
 
-from sglang_mm_core import MmInput, Registry, pipeline_from_spec
+from sglang_mm_core import CompactTensor, MmInput, MmOutput, Registry, Tensor, pipeline_from_spec
 from sglang_mm_core._spec import load_spec
 from sglang_mm_core.conformance.images import generated_image
 from sglang_mm_core.errors import SpecError
+from sglang_mm_core.plugin import ChannelPlanes, Features, Plan, Table
 
 
 class CountingToy(ToyFamily):
@@ -38,12 +41,29 @@ class CountingToy(ToyFamily):
         return super().kernel(image, plan, codes=codes, threads=threads)
 
 
+class TableToy(ToyFamily):
+    """The toy's plan with a feature the core composes through a table: a family with a
+    compact form (``[3, h, w]`` channel planes), counting its computations (its plans)."""
+
+    name = "table_toy"
+    plans: ClassVar[list[tuple[int, int]]] = []
+
+    def features(self) -> Features:
+        table = Table.hf((0.5, 0.25, 0.75), (0.25, 0.5, 0.125), "pil")
+        return Features(table, ChannelPlanes(), resample="pil_bicubic")
+
+    def plan(self, width: int, height: int) -> Plan:
+        type(self).plans.append((width, height))
+        return super().plan(width, height)
+
+
 @pytest.fixture
 def counting() -> Registry:
     reg = Registry()
-    reg.register_family(ToyFamily, CountingToy)
+    reg.register_family(ToyFamily, CountingToy, TableToy)
     CountingToy.calls = []
     CountingToy.hold_until_waits = 0
+    TableToy.plans = []
     return reg
 
 
@@ -144,3 +164,135 @@ def test_fingerprint_covers_params_and_decode_only(counting):
 def test_bad_cache_options_are_spec_errors(counting, cache):
     with pytest.raises(SpecError, match="cache"):
         load_spec({"family": "toy", "cache": cache}, registry=counting)
+
+
+def _arrays(out: MmOutput) -> list[np.ndarray]:
+    """Every array an answer's items hand out: features (codes and tables) and aux."""
+    got: list[np.ndarray] = []
+    for it in out.items:
+        f = it.feature
+        got += [f.array] if isinstance(f, Tensor) else [f.codes, f.luts]
+        got += [t.array for t in it.aux.values()]
+    return got
+
+
+def _assert_same_bits(got: MmOutput, want: MmOutput) -> None:
+    assert got.hashes == want.hashes
+    for g, w in zip(got.items, want.items, strict=True):
+        assert type(g.feature) is type(w.feature) and g.geometry == w.geometry
+        if isinstance(w.feature, Tensor):
+            assert isinstance(g.feature, Tensor) and g.feature.dtype == w.feature.dtype
+            np.testing.assert_array_equal(
+                g.feature.array.view(np.uint8), w.feature.array.view(np.uint8)
+            )
+        else:
+            assert isinstance(g.feature, CompactTensor) and g.feature == w.feature
+            np.testing.assert_array_equal(g.feature.codes, w.feature.codes)
+            np.testing.assert_array_equal(
+                g.feature.luts.view(np.uint8), w.feature.luts.view(np.uint8)
+            )
+        assert g.aux.keys() == w.aux.keys()
+        for k, t in w.aux.items():
+            np.testing.assert_array_equal(g.aux[k].array, t.array)
+
+
+def test_each_form_is_kept_counted_and_hit_on_its_own(counting):
+    spec = {"family": "table_toy", "cache": {"max_bytes": 1 << 20}, "threads": 0}
+    req = _req(_png(1), _png(2, (30, 50)))
+    with pipeline_from_spec({"family": "table_toy", "threads": 0}, registry=counting) as plain:
+        want_full, want_compact = plain.process(req), plain.process(req, compact=True)
+    TableToy.plans = []
+    with pipeline_from_spec(spec, registry=counting) as pipe:
+        assert set(pipe.cache_stats().by_form) == {"full", "compact"}
+        miss_full = pipe.process(req)
+        assert len(TableToy.plans) == 2  # the full form computed from the bytes, once each
+        miss_compact = pipe.process(req, compact=True)  # the full entries do not answer it
+        assert len(TableToy.plans) == 4
+        hits_full = [pipe.process(req) for _ in range(2)]
+        hits_compact = [pipe.process(req, compact=True) for _ in range(2)]
+        assert len(TableToy.plans) == 4  # no hit decodes or computes anything
+        s = pipe.cache_stats()
+    full, compact = s.by_form["full"], s.by_form["compact"]
+    assert (full.misses, full.hits, full.waits, full.evictions, full.entries) == (2, 4, 0, 0, 2)
+    assert (compact.misses, compact.hits, compact.entries) == (2, 4, 2)
+    assert full.bytes == sum(it.feature.array.nbytes + 16 for it in want_full.items)
+    assert compact.bytes == sum(it.feature.nbytes + 16 for it in want_compact.items)
+    assert (s.hits, s.misses, s.entries, s.bytes) == (8, 4, 4, full.bytes + compact.bytes)
+    for got in (miss_full, *hits_full):
+        _assert_same_bits(got, want_full)
+    for got in (miss_compact, *hits_compact):
+        _assert_same_bits(got, want_compact)
+
+
+@pytest.mark.parametrize("compact", [False, True])
+def test_a_hit_hands_out_the_stored_buffers_read_only(counting, compact):
+    spec = {"family": "table_toy", "cache": {"max_bytes": 1 << 20}, "threads": 0}
+    req = _req(_png(3))
+    with pipeline_from_spec(spec, registry=counting) as pipe:
+        miss, hit, again = (pipe.process(req, compact=compact) for _ in range(3))
+    assert miss.items[0].feature is hit.items[0].feature is again.items[0].feature
+    for a, b, c in zip(_arrays(miss), _arrays(hit), _arrays(again), strict=True):
+        assert a is b is c  # the very buffers, not copies
+        assert np.shares_memory(a, b)
+        assert not a.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            a.flat[0] = a.flat[0]
+    with pipeline_from_spec({**spec, "cache": None}, registry=counting) as plain:
+        uncached = plain.process(req, compact=compact)
+    assert _arrays(uncached)[0].flags.writeable  # without a cache, the feature is writable
+    _assert_same_bits(again, uncached)
+
+
+def test_both_forms_share_the_byte_bound(counting):
+    base = {"family": "table_toy", "threads": 0}
+    with pipeline_from_spec({**base, "cache": {"max_bytes": 1 << 20}}, registry=counting) as p:
+        p.process(_req(_png(0)))
+        p.process(_req(_png(0)), compact=True)
+        one_full, one_compact = (p.cache_stats().by_form[f].bytes for f in ("full", "compact"))
+    assert one_compact < one_full
+    # Room for one full and one compact entry, not for a second compact one as well.
+    cap = one_full + one_compact + one_compact // 2
+    with pipeline_from_spec({**base, "cache": {"max_bytes": cap}}, registry=counting) as pipe:
+        pipe.process(_req(_png(0)))  # full 0
+        pipe.process(_req(_png(0)), compact=True)  # compact 0
+        pipe.process(_req(_png(0)))  # full 0 used again: compact 0 is the least recent
+        pipe.process(_req(_png(1)), compact=True)  # compact 1 evicts compact 0
+        s = pipe.cache_stats()
+        assert (s.by_form["compact"].evictions, s.by_form["full"].evictions) == (1, 0)
+        assert (s.by_form["full"].entries, s.by_form["compact"].entries) == (1, 1)
+        assert s.bytes == one_full + one_compact <= s.max_bytes
+        pipe.process(_req(_png(2)))  # a second full entry: full 0, now the least recent, goes
+        s = pipe.cache_stats()
+    assert (s.by_form["compact"].evictions, s.by_form["full"].evictions, s.evictions) == (1, 1, 2)
+    assert (s.by_form["full"].entries, s.by_form["compact"].entries) == (1, 1)
+    assert s.bytes == one_full + one_compact
+
+
+def test_single_flight_is_per_form(counting):
+    spec = {"family": "table_toy", "cache": {"max_bytes": 1 << 20}, "threads": 8}
+    data = _png(7)
+    with pipeline_from_spec(spec, registry=counting) as pipe:
+        barrier = threading.Barrier(8)
+
+        def run(k: int) -> MmOutput:
+            barrier.wait()
+            return pipe.process(_req(data), compact=k % 2 == 1)
+
+        with ThreadPoolExecutor(8) as pool:
+            outs = list(pool.map(run, range(8)))
+        s = pipe.cache_stats()
+    assert len(TableToy.plans) == 2  # one computation per form
+    for form in ("full", "compact"):
+        f = s.by_form[form]
+        assert f.misses == 1 and f.hits + f.waits == 3 and f.entries == 1
+    assert all(o.items[0].feature is outs[k % 2].items[0].feature for k, o in enumerate(outs))
+
+
+def test_a_family_without_compact_form_counts_only_full(counting):
+    spec = {"family": "counting_toy", "cache": {"max_bytes": 1 << 20}, "threads": 0}
+    with pipeline_from_spec(spec, registry=counting) as pipe:
+        pipe.process(_req(_png(1)))
+        pipe.process(_req(_png(1)))
+        s = pipe.cache_stats()
+    assert list(s.by_form) == ["full"]
+    assert (s.by_form["full"].misses, s.by_form["full"].hits) == (1, 1)

@@ -33,7 +33,11 @@ LATENCY_BUCKETS = (
 class _CacheCollector(Collector):
     """The feature cache's counters, read from `Pipeline.cache_stats` at each scrape (the cache
     keeps them under its own lock; nothing is counted twice). Nothing is exported while there
-    is no cache (no ``cache`` in the spec, or the pipeline not built yet)."""
+    is no cache (no ``cache`` in the spec, or the pipeline not built yet).
+
+    Counters and the bytes / entries gauges carry a ``form`` label (``full``, and ``compact``
+    for a family that offers it; each form's series is there from the first scrape): the
+    cache's totals are their ``sum``. ``max_bytes`` is the one bound both forms share."""
 
     def __init__(self, stats: Callable[[], CacheStats | None]) -> None:
         self._stats = stats
@@ -45,19 +49,30 @@ class _CacheCollector(Collector):
         s = self._stats()
         if s is None:
             return
-        for name, doc, value in (
-            ("hits", "Items served from a stored entry (no decode).", s.hits),
-            ("misses", "Items not in the cache, computed once.", s.misses),
-            ("waits", "Items that waited for a concurrent miss of theirs.", s.waits),
-            ("evictions", "Entries dropped to stay under max_bytes.", s.evictions),
+        forms = sorted(s.by_form.items())
+        for name, doc in (
+            ("hits", "Items served from a stored entry of their form (no decode), by form."),
+            ("misses", "Items not in the cache in their form, computed once, by form."),
+            ("waits", "Items that waited for a concurrent miss of theirs, by form."),
+            ("evictions", "Entries dropped to stay under max_bytes, by form."),
         ):
-            yield CounterMetricFamily(f"sglang_mm_cache_{name}", doc, value=value)
-        for name, doc, value in (
-            ("bytes", "Bytes the cache holds (features and aux).", s.bytes),
-            ("entries", "Entries the cache holds now.", s.entries),
-            ("max_bytes", "The cache's byte bound (spec cache.max_bytes).", s.max_bytes),
+            counter = CounterMetricFamily(f"sglang_mm_cache_{name}", doc, labels=["form"])
+            for form, fs in forms:
+                counter.add_metric([form], getattr(fs, name))
+            yield counter
+        for name, doc in (
+            ("bytes", "Bytes the cache holds (features and aux), by form."),
+            ("entries", "Entries the cache holds now, by form."),
         ):
-            yield GaugeMetricFamily(f"sglang_mm_cache_{name}", doc, value=value)
+            gauge = GaugeMetricFamily(f"sglang_mm_cache_{name}", doc, labels=["form"])
+            for form, fs in forms:
+                gauge.add_metric([form], getattr(fs, name))
+            yield gauge
+        yield GaugeMetricFamily(
+            "sglang_mm_cache_max_bytes",
+            "The cache's byte bound, shared by the forms (spec cache.max_bytes).",
+            value=s.max_bytes,
+        )
 
 
 class Metrics:

@@ -70,18 +70,34 @@ def test_qwen2_1080p_answer_is_at_most_a_seventh(tmp_path):
     assert compact_bytes * 7 <= full_bytes, (compact_bytes, full_bytes)
 
 
-def test_cache_keeps_the_compact_form_and_hits_give_the_miss_bits():
+def test_cache_keeps_each_form_and_hits_give_the_miss_bits(tmp_path):
+    """Each form asked for is its own entry: a hit of either is the cache-less answer's bits,
+    in the stored (read-only) buffers, and goes through the safetensors and .npz writers."""
     req = _request([(300, 200), (57, 83)])
     with pipeline_from_spec(spec(QWEN2, threads=0)) as plain:
         full = plain.process(req)
-    with pipeline_from_spec({**spec(QWEN2, threads=0), "cache": {"max_bytes": 1 << 24}}) as pipe:
+        compact = plain.process(req, compact=True)
+    with pipeline_from_spec({**spec(QWEN2, threads=0), "cache": {"max_bytes": 1 << 26}}) as pipe:
         miss = pipe.process(req, compact=True)
+        miss_full = pipe.process(req)  # the compact entries do not answer a full request
         hit_full = pipe.process(req)
         hit_compact = pipe.process(req, compact=True)
         stats = pipe.cache_stats()
-    assert (stats.misses, stats.hits, stats.entries) == (2, 4, 2)
-    assert stats.bytes == sum(it.feature.nbytes + 24 for it in miss.items)
+    f, c = stats.by_form["full"], stats.by_form["compact"]
+    assert (f.misses, f.hits, f.entries, c.misses, c.hits, c.entries) == (2, 2, 2, 2, 2, 2)
+    assert c.bytes == sum(it.feature.nbytes + 24 for it in miss.items)
+    assert f.bytes == sum(it.feature.array.nbytes + 24 for it in full.items)
     _assert_expands_to(miss, full)
     _assert_expands_to(hit_compact, full)
-    for got, want in zip(hit_full.items, full.items, strict=True):
+    for got, stored, want in zip(hit_compact.items, miss.items, compact.items, strict=True):
+        assert got.feature is stored.feature and not got.feature.codes.flags.writeable
+        assert got.feature == want.feature
+    for got, stored, want in zip(hit_full.items, miss_full.items, full.items, strict=True):
+        assert got.feature is stored.feature and not got.feature.array.flags.writeable
         np.testing.assert_array_equal(as_bits(got.feature.array), as_bits(want.feature.array))
+    for ext in ("safetensors", "npz"):
+        save_output(hit_compact, tmp_path / f"compact.{ext}")
+        _assert_expands_to(load_output(tmp_path / f"compact.{ext}"), full)
+        save_output(hit_full, tmp_path / f"full.{ext}")
+        for got, want in zip(load_output(tmp_path / f"full.{ext}").items, full.items, strict=True):
+            np.testing.assert_array_equal(as_bits(got.feature.array), as_bits(want.feature.array))
