@@ -8,14 +8,19 @@
 3. images/s of multi-image requests (4 JPEGs of 1080p each, 2 workers, 2 clients), where the
    workers' items share the pipeline's one pool;
 4. `drain` of 256 parked requests of 4k ids each in embedded mode, in arrival and in completion
-   order (target: < 1 ms host time).
+   order (target: < 1 ms host time);
+5. the feature cache (``--cache-only`` runs just that): the latency of a repeated 1080p JPEG
+   answered from the cache in both forms against a miss (a cache-less pipeline / server doing
+   the same work), in process (`Pipeline.process`) and over the server (full and compact
+   safetensors answers, one client); the rounds interleave hit and miss, medians and their
+   ratio are printed (target: an in-process hit well under 1 ms in either form).
 
 Clients run in this process, the server in its own, on the same machine: the answer of a 1080p
 Qwen2-VL image is ~50 MB of float32 patches, so the transfer is part of what is measured.
 Rounds of the two sides alternate, and medians are reported, so a noisy neighbour hurts both.
 
     python bench/bench_server.py [--spec examples/qwen2_vl/spec.json] [--quick] [--multi-only]
-                                 [--compact-only]
+                                 [--compact-only] [--cache-only]
 """
 
 from __future__ import annotations
@@ -306,6 +311,76 @@ def bench_multi(
     )
 
 
+def _timed(fn: Any) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def bench_cache(spec: dict[str, Any], image: bytes, rounds: int) -> None:
+    """Hit latency of one repeated 1080p JPEG in both forms against a miss: in process, a
+    cached pipeline's hit against a cache-less pipeline's `process` (what a miss computes);
+    over the server, a cached 2-worker server's answer against a cache-less one's."""
+    cached_spec = {**spec, "cache": {"max_bytes": 1 << 30}}
+    cached, plain = pipeline_from_spec(cached_spec), pipeline_from_spec(spec)
+    req = MmInput(input_ids=list(plain.family.example_prompt(1)), images=[image])
+    forms = ((False, "full"), (True, "compact"))
+    for compact, _ in forms:  # fill the cache (and warm both pipelines)
+        cached.process(req, compact=compact)
+        plain.process(req, compact=compact)
+    st = cached.cache_stats()
+    assert st is not None
+    print(
+        f"cache       one 1080p JPEG ({len(image) / 1e3:.0f} kB), entries: full "
+        f"{st.by_form['full'].bytes / 1e6:.1f} MB, compact {st.by_form['compact'].bytes / 1e6:.2f}"
+        f" MB; {rounds} interleaved rounds, medians"
+    )
+    t: dict[str, list[float]] = {}
+    for _ in range(rounds):
+        for compact, form in forms:
+            t.setdefault(f"hit {form}", []).append(
+                _timed(lambda c=compact: cached.process(req, compact=c))
+            )
+            t.setdefault(f"miss {form}", []).append(
+                _timed(lambda c=compact: plain.process(req, compact=c))
+            )
+    _print_cache("in-process Pipeline.process", t)
+    after = cached.cache_stats()
+    assert after is not None and after.misses == st.misses  # every timed request hit
+    cached.close()
+    plain.close()
+    servers = ServerProcess(cached_spec, workers=2), ServerProcess(spec, workers=2)
+    try:
+        with Client(servers[0].url) as hit, Client(servers[1].url) as miss:
+            for compact, _ in forms:
+                hit.preprocess(req, compact=compact)
+                miss.preprocess(req, compact=compact)
+            t = {}
+            for _ in range(rounds):
+                for compact, form in forms:
+                    t.setdefault(f"hit {form}", []).append(
+                        _timed(lambda c=compact: hit.preprocess(req, compact=c))
+                    )
+                    t.setdefault(f"miss {form}", []).append(
+                        _timed(lambda c=compact: miss.preprocess(req, compact=c))
+                    )
+    finally:
+        for srv in servers:
+            srv.stop()
+    _print_cache("server, safetensors answers (1 client, 2 workers)", t)
+
+
+def _print_cache(what: str, t: dict[str, list[float]]) -> None:
+    med = {k: statistics.median(v) * 1e3 for k, v in t.items()}
+    print(f"            {what}:")
+    for form in ("full", "compact"):
+        hit, miss = med[f"hit {form}"], med[f"miss {form}"]
+        print(
+            f"              {form:7s}  hit {hit:8.3f} ms   miss {miss:8.3f} ms   "
+            f"miss / hit {miss / hit:7.1f}x"
+        )
+
+
 def _read_status(sock: socket.socket) -> int:
     buf = b""
     while b"\r\n" not in buf:
@@ -372,6 +447,7 @@ def main() -> None:
     ap.add_argument(
         "--compact-only", action="store_true", help="only the throughput with compact answers"
     )
+    ap.add_argument("--cache-only", action="store_true", help="only the feature cache bench")
     ap.add_argument("--clients", type=int, default=2, help="clients of the multi-image bench")
     args = ap.parse_args()
     spec = json.loads(Path(args.spec).read_text())
@@ -386,9 +462,13 @@ def main() -> None:
     if args.multi_only:
         bench_multi(budget, images, rounds, clients=args.clients)
         return
-    if args.compact_only:
-        print(f"\n== compact answers (max_pixels {spec['params'].get('max_pixels')})")
-        bench_throughput(spec, images, rounds, per_round, compact=True, latency=False)
+    cache_rounds = 7 if args.quick else 21
+    if args.compact_only or args.cache_only:
+        if args.compact_only:
+            print(f"\n== compact answers (max_pixels {spec['params'].get('max_pixels')})")
+            bench_throughput(spec, images, rounds, per_round, compact=True, latency=False)
+        print(f"\n== feature cache (max_pixels {spec['params'].get('max_pixels')})")
+        bench_cache(spec, images[0], cache_rounds)
         return
     print(f"\n== the spec as given (max_pixels {spec['params'].get('max_pixels')})")
     bench_throughput(spec, images, rounds, per_round)
@@ -397,6 +477,8 @@ def main() -> None:
         bench_throughput(budget, images, rounds, per_round)
     print(f"\n== compact answers (max_pixels {spec['params'].get('max_pixels')})")
     bench_throughput(spec, images, rounds, per_round, compact=True, latency=False)
+    print(f"\n== feature cache (max_pixels {spec['params'].get('max_pixels')})")
+    bench_cache(spec, images[0], cache_rounds)
     print(f"\n== multi-image requests (max_pixels {budget['params']['max_pixels']})")
     bench_multi(budget, images, rounds)
     print()
