@@ -198,18 +198,48 @@ def _parse_big(body: bytes, max_ids: int, max_sources: int) -> PreprocessRequest
     return _parse(body)
 
 
-async def _read_body(request: Request, cap: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > cap:
-        raise _TooLarge(int(declared))
+class _Upload:
+    """How much of a request body has arrived (named if the upload is cut off)."""
+
+    __slots__ = ("declared", "read")
+
+    def __init__(self, declared: str | None) -> None:
+        self.declared = int(declared) if declared is not None and declared.isdigit() else None
+        self.read = 0
+
+    def __str__(self) -> str:
+        of = f"of {self.declared}" if self.declared is not None else "of an undeclared length"
+        return f"{self.read} byte{'' if self.read == 1 else 's'} {of} read"
+
+
+async def _read_body(request: Request, cap: int, upload: _Upload) -> bytes:
+    if upload.declared is not None and upload.declared > cap:
+        raise _TooLarge(upload.declared)
     chunks: list[bytes] = []
-    total = 0
     async for chunk in request.stream():
-        total += len(chunk)
-        if total > cap:
-            raise _TooLarge(total)
+        upload.read += len(chunk)
+        if upload.read > cap:
+            raise _TooLarge(upload.read)
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _cut_off(engine: Engine, what: str) -> Response:
+    """The request's task was cancelled by the server's stop (its ``shutdown_s`` bound
+    passed): an expected end, so one line in the log and a 503 to the client, and the
+    cancellation is done with here instead of surfacing as a traceback."""
+    task = asyncio.current_task()
+    uncancel = getattr(task, "uncancel", None)  # Python 3.11+
+    if uncancel is not None:
+        uncancel()
+    log.warning("shutdown: %s was cut off", what)
+    answer = error_answer(
+        503,
+        "ShuttingDown",
+        f"the server is shutting down: {what} was cut off",
+        headers={"Connection": "close"},
+    )
+    return _respond(engine, answer)
 
 
 async def _disconnected(receive: Receive) -> None:
@@ -248,8 +278,13 @@ async def _serve(
         return _respond(engine, shutting_down() if engine.pipeline else not_ready())
     deadline = time.monotonic() + engine.config.deadline_s
     cap = engine.spec.spec.limits.max_body_bytes
+    upload = _Upload(request.headers.get("content-length"))
     try:
-        body = await asyncio.wait_for(_read_body(request, cap), engine.config.deadline_s)
+        body = await asyncio.wait_for(_read_body(request, cap, upload), engine.config.deadline_s)
+    except asyncio.CancelledError:
+        if engine.accepting:  # not the server's stop: nothing of ours to say about it
+            raise
+        return _cut_off(engine, f"an upload in progress ({upload})")
     except _TooLarge as e:
         return _respond(
             engine,
@@ -280,7 +315,13 @@ async def _serve(
         doc: PreprocessRequest | str | Answer = _parse(body)
     else:
         max_sources = engine.spec.spec.limits.max_items
-        doc = await asyncio.to_thread(_parse_big, body, engine.config.max_input_ids, max_sources)
+        parse = asyncio.to_thread(_parse_big, body, engine.config.max_input_ids, max_sources)
+        try:
+            doc = await parse
+        except asyncio.CancelledError:
+            if engine.accepting:
+                raise
+            return _cut_off(engine, f"a request being parsed ({len(body)} bytes)")
     if isinstance(doc, Answer):
         return _respond(engine, doc)
     if isinstance(doc, str):
@@ -292,7 +333,15 @@ async def _serve(
     refused = engine.submit(ticket)
     if refused is not None:
         return _respond(engine, refused)
-    answer = await _await_answer(engine, ticket, request)
+    try:
+        answer = await _await_answer(engine, ticket, request)
+    except asyncio.CancelledError:
+        if engine.accepting:
+            raise
+        if not ticket.future.done() or ticket.future.cancelled():
+            what = f"a request in progress (rid {rid or '-'}, {ticket.state.value})"
+            return _cut_off(engine, what)
+        answer = ticket.future.result()
     if answer is None:
         return Response(status_code=CLIENT_CLOSED)
     return _respond(engine, answer)

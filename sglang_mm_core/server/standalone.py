@@ -2,7 +2,10 @@
 built in the background (``/health`` says 503 until it is), workers pinned on request.
 
 On SIGINT/SIGTERM the server stops accepting (new and queued requests get 503), lets running
-requests finish and their answers go out, then stops.
+requests finish and their answers go out, then stops. What is still in progress when
+``shutdown_s`` has passed (a slow upload, a request still processing) is cut off: its client
+gets 503 and the log one warning naming it (``shutdown: an upload in progress (4 bytes of
+1000 read) was cut off``), not uvicorn's error line and a traceback per request.
 
 While it serves, the interpreter's GIL switch interval is `_SWITCH_INTERVAL_S` (Python's
 default is 5 ms). The workers' kernels run without the GIL, and each one's return waits for
@@ -72,6 +75,33 @@ def _retain_freed_memory() -> bool:
     )
 
 
+#: How a request task is cancelled when the stop's bound passes.
+_CUT_OFF = "the server's shutdown bound passed"
+#: uvicorn's own cancellation of what is left runs this long after ours, as a backstop.
+_BACKSTOP_S = 1
+
+
+class _CutOffLog(logging.Filter):
+    """Turns uvicorn's record of a request task cancelled by the stop into one warning line.
+    The app's handler catches the cancellation where it can name what was cut off (an upload,
+    a parse, a request waiting for its answer); a cancellation elsewhere (an answer being
+    written to a client that is not reading it) reaches uvicorn, which would log it as an
+    error with the traceback of a `CancelledError`."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__()
+        self.engine = engine
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, asyncio.CancelledError) and not self.engine.accepting:
+            record.msg = "shutdown: a request in progress (its answer being sent) was cut off"
+            record.args = ()
+            record.exc_info = record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
 class _Server(uvicorn.Server):
     """uvicorn, plus the engine's part of a graceful stop."""
 
@@ -88,10 +118,21 @@ class _Server(uvicorn.Server):
             captured.clear()
 
     async def shutdown(self, sockets: Any = None) -> None:
+        bound = asyncio.get_running_loop().call_later(self.engine.config.shutdown_s, self._cut_off)
         await asyncio.to_thread(self.engine.stop_accepting)
-        await super().shutdown(sockets)
+        try:
+            await super().shutdown(sockets)
+        finally:
+            bound.cancel()
         await asyncio.to_thread(self.engine.join_workers, self.engine.config.shutdown_s)
         self.engine.answer_all_pending()
+
+    def _cut_off(self) -> None:
+        """The stop's bound passed: cancel the requests still in progress. Each one's handler
+        logs what was cut off and answers 503 (uvicorn's own cancellation, `_BACKSTOP_S`
+        later, would log an error line and a traceback per request)."""
+        for task in list(self.server_state.tasks):
+            task.cancel(msg=_CUT_OFF)
 
 
 def serve(
@@ -139,6 +180,9 @@ def serve(
     server = uvicorn_server(app, log_level=log_level, settings=config, cls=_Server)
     assert isinstance(server, _Server)
     server.engine = engine
+    server.config.timeout_graceful_shutdown = int(config.shutdown_s + 0.999) + _BACKSTOP_S
+    cut_off_log = _CutOffLog(engine)
+    uvicorn_log = logging.getLogger("uvicorn.error")
     ingress_tid = threading.get_native_id()
 
     def build() -> None:
@@ -170,9 +214,11 @@ def serve(
     sys.setswitchinterval(_SWITCH_INTERVAL_S)
     _retain_freed_memory()
     builder.start()
+    uvicorn_log.addFilter(cut_off_log)
     try:
         server.run(sockets=[sock])
     finally:
+        uvicorn_log.removeFilter(cut_off_log)
         builder.join()
         engine.close()
         sock.close()
