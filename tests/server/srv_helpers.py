@@ -178,3 +178,37 @@ def start_serve(spec: dict[str, Any], tmp: Path, *extra: str) -> tuple[str, subp
         raise AssertionError("".join(lines))
     threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()  # type: ignore[union-attr]
     return url, proc
+
+
+def start_serve_log(
+    spec: dict[str, Any], tmp: Path, *extra: str
+) -> tuple[str, subprocess.Popen[str], Callable[[], str]]:
+    """`start_serve`, keeping what the process writes to stderr: its URL, the process and a
+    function giving the whole stderr text once the process has exited."""
+    path = tmp / "spec.json"
+    path.write_text(json.dumps(spec))
+    env = {k: v for k, v in toy_env("site").items() if "PROXY" not in k.upper()}
+    cmd = [sys.executable, "-m", "sglang_mm_core", "serve", "--spec", str(path)]
+    proc = subprocess.Popen(
+        [*cmd, "--port", "0", "--log-level", "info", *extra],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    lines: list[str] = []
+    for line in proc.stderr:  # type: ignore[union-attr]
+        lines.append(line)
+        if "serving family" in line:
+            url = line.split(" on ")[1].split()[0]
+            break
+    else:
+        raise AssertionError("".join(lines))
+    reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)  # type: ignore[arg-type]
+    reader.start()
+
+    def stderr() -> str:
+        proc.wait(30)
+        reader.join(10)
+        return "".join(lines)
+
+    return url, proc, stderr
