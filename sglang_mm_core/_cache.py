@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 from ._carriers import ProcessedItem, Tensor
 from ._compact import CompactTensor
+from .errors import RequestCancelledError
 
 #: The form of an entry: the full feature, or its compact form (`CompactTensor`).
 Form = Literal["full", "compact"]
@@ -181,26 +182,32 @@ class FeatureCache:
         """The ``form`` entry of ``key`` (read-only arrays) and whether it was a hit or a
         wait; on a miss ``compute`` runs once however many threads ask at the same time. A
         failed computation is not stored: its error reaches every waiter, and the next
-        request tries again."""
+        request tries again. A computation stopped because *its* request was cancelled
+        (`RequestCancelledError`) is not the waiters' error: they start over, one of them
+        computing."""
         counts = self._counts.get(form)
         if counts is None:
             raise ValueError(f"this cache holds the forms {list(self._counts)}, not {form!r}")
         slot: _Slot = (key, form)
-        with self._lock:
-            got = self._entries.get(slot)
-            if got is not None:
-                self._entries.move_to_end(slot)
-                counts.hits += 1
-                return got[0], True
-            flight = self._flights.get(slot)
-            owner = flight is None
-            if flight is None:
-                flight = self._flights[slot] = _Flight()
-                counts.misses += 1
-            else:
-                counts.waits += 1
-        if not owner:
+        while True:
+            with self._lock:
+                got = self._entries.get(slot)
+                if got is not None:
+                    self._entries.move_to_end(slot)
+                    counts.hits += 1
+                    return got[0], True
+                flight = self._flights.get(slot)
+                owner = flight is None
+                if flight is None:
+                    flight = self._flights[slot] = _Flight()
+                    counts.misses += 1
+                else:
+                    counts.waits += 1
+            if owner:
+                break
             flight.done.wait()
+            if isinstance(flight.error, RequestCancelledError):
+                continue
             if flight.error is not None:
                 raise flight.error
             assert flight.result is not None

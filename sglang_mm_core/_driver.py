@@ -557,7 +557,8 @@ class Pipeline:
         fam = self.family
         try:
             plan = fam.checked_plan(int(image.shape[1]), int(image.shape[0]))
-            processed = fam._process(image, plan, job.threads, compact)
+            cancel = None if job.scope is None else job.scope.flag
+            processed = fam._process(image, plan, job.threads, compact, cancel)
         except PluginError as e:  # the plugin is at fault, not the request's image
             raise _Failed(e) from e
         except MmError:

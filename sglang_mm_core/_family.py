@@ -41,6 +41,7 @@ from ._positions import MRope, Rope1D
 from .errors import MmRequestError, PluginError
 
 if TYPE_CHECKING:
+    from . import _native
     from ._carriers import Geometry
     from ._hf import ModelDir
     from ._video import VideoHeader
@@ -328,8 +329,15 @@ class Family(ABC, Generic[P]):
             )
 
     def _process(
-        self, image: npt.NDArray[np.uint8], plan: Plan, threads: int, compact: bool
+        self,
+        image: npt.NDArray[np.uint8],
+        plan: Plan,
+        threads: int,
+        compact: bool,
+        cancel: _native.CancelFlag | None = None,
     ) -> ProcessedItem:
+        """The item of ``image``; ``cancel`` (the request's flag) stops the core's feature
+        kernel between bands (a family kernel runs to its end)."""
         b = self._compiled()
         f = b.features
         table = f.table
@@ -338,7 +346,7 @@ class Family(ABC, Generic[P]):
         if b.recipe is not None:
             assert table is not None
             parts = [p._native() for p in plan.parts]
-            out = b.recipe.run(image, parts, table._native, compact, max(1, threads))
+            out = b.recipe.run(image, parts, table._native, compact, max(1, threads), cancel=cancel)
         else:
             out = self.kernel(image, plan, codes=compact, threads=max(1, threads))
             self._check_kernel_output(out, plan, compact)

@@ -247,10 +247,11 @@ def process_video(
     for k, i in enumerate(vplan.indices):
         positions.setdefault(i, []).append(k)
     codes: dict[int, npt.NDArray[np.uint8]] = {}
+    flag = None if scope is None else scope.flag
     for index, frame in prefetched(iter_frames(data, vplan.indices, limits)):
         if scope is not None:
             scope.check()
-        got = recipe.run(frame, parts, table._native, True, max(1, threads))
+        got = recipe.run(frame, parts, table._native, True, max(1, threads), cancel=flag)
         if sink is None:
             codes[index] = got
         else:  # the full feature written as it comes: no clip's worth of codes is held

@@ -141,6 +141,12 @@ class UnsupportedModalityError(MmRequestError):
     """The family does not accept this kind of media."""
 
 
+class RequestCancelledError(MmRequestError):
+    """The request was cancelled (its deadline passed, or its client left) while its work
+    ran: fetches, and kernels between bands, stop with it. Whoever cancelled has answered the
+    request already; this only ends the work, and nothing it had made is returned."""
+
+
 class KernelArgumentError(MmRequestError, ValueError):
     """A kernel was called with an argument out of its domain (shape, size, option)."""
 
@@ -206,6 +212,7 @@ __all__ = [
     "MmError",
     "MmRequestError",
     "PluginError",
+    "RequestCancelledError",
     "RidError",
     "ServerError",
     "SpecError",

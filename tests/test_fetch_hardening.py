@@ -17,7 +17,13 @@ import pytest
 from sglang_mm_core import MmInput, _native, pipeline_from_spec
 from sglang_mm_core._fetch import CancelScope, cancel_scope, fetch_all, fetch_one
 from sglang_mm_core._spec import FetchPolicy, Limits
-from sglang_mm_core.errors import DecodeError, FetchError, LimitError, MmRequestError
+from sglang_mm_core.errors import (
+    DecodeError,
+    FetchError,
+    LimitError,
+    MmRequestError,
+    RequestCancelledError,
+)
 
 
 def one(source: object, policy: FetchPolicy, limits: Limits | None = None) -> Any:
@@ -181,7 +187,7 @@ def test_cancel_stops_a_download(http_server: Any) -> None:
     scope = CancelScope()
     threading.Timer(0.3, scope.cancel, args=("test",)).start()
     t = time.monotonic()
-    with cancel_scope(scope), pytest.raises(FetchError, match="fetch stopped: test"):
+    with cancel_scope(scope), pytest.raises(RequestCancelledError, match="stopped: test"):
         fetch_all([http_server.url("/slow/600?interval=0.05")], policy=policy, limits=Limits())
     assert time.monotonic() - t < 2.0
 
@@ -189,7 +195,7 @@ def test_cancel_stops_a_download(http_server: Any) -> None:
 def test_cancelled_scope_fetches_nothing_more() -> None:
     scope = CancelScope()
     scope.cancel("gone")
-    with cancel_scope(scope), pytest.raises(FetchError, match="gone"):
+    with cancel_scope(scope), pytest.raises(RequestCancelledError, match="gone"):
         fetch_all([b"abc"], policy=FetchPolicy(), limits=Limits())
 
 

@@ -4,8 +4,10 @@ deadline passes or its client leaves).
 The worker running a request enters its `CancelScope` (a context variable, so the fetch code
 needs no extra argument); fetches check it between redirect hops, between reads and between
 sources, and a download in progress registers a hook that shuts its sockets down, so a blocked
-read returns at once. A cancelled fetch raises `FetchError` (the request has been answered
-already; the error only ends the work)."""
+read returns at once. The scope also owns the native flag the feature kernels watch between
+their bands, so the work of an item already running stops too. Cancelled work raises
+`RequestCancelledError` (the request has been answered already; the error only ends the
+work)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from ..errors import FetchError
+from .. import _native
+from ..errors import RequestCancelledError
 
 
 class CancelScope:
@@ -25,6 +28,7 @@ class CancelScope:
         self._lock = threading.Lock()
         self._cancelled = False
         self._hooks: list[Callable[[], None]] = []
+        self.flag = _native.CancelFlag()  # given to the kernels (`Recipe.run`'s cancel)
 
     @property
     def cancelled(self) -> bool:
@@ -37,6 +41,7 @@ class CancelScope:
             if reason is not None:
                 self.reason = reason
             self._cancelled = True
+            self.flag.set()
             hooks, self._hooks = self._hooks, []
         for hook in hooks:
             hook()
@@ -56,7 +61,7 @@ class CancelScope:
 
     def check(self) -> None:
         if self._cancelled:
-            raise FetchError(f"fetch stopped: {self.reason}")
+            raise RequestCancelledError(f"stopped: {self.reason}")
 
 
 _SCOPE: contextvars.ContextVar[CancelScope | None] = contextvars.ContextVar(
@@ -69,7 +74,7 @@ def current_scope() -> CancelScope | None:
 
 
 def check_cancelled() -> None:
-    """Raise `FetchError` if the current request has been cancelled."""
+    """Raise `RequestCancelledError` if the current request has been cancelled."""
     scope = _SCOPE.get()
     if scope is not None:
         scope.check()

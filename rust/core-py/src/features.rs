@@ -15,6 +15,8 @@ use numpy::{
     PyUntypedArrayMethods,
 };
 use pyo3::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// A per-channel table, in float32 or rounded to bfloat16 (`sglang_mm_core.plugin.Table`).
 #[pyclass(frozen, module = "sglang_mm_core._native")]
@@ -134,8 +136,10 @@ impl FeatureRecipe {
 
     /// The feature of `image` (RGB uint8 `[h, w, 3]`) for `parts`: float32 or bfloat16 bits
     /// through `table`, or (`codes`) the uint8 codes; its shape is the writer's. The GIL is
-    /// released while the pixels are worked.
-    #[pyo3(signature = (image, parts, table, codes=false, threads=1))]
+    /// released while the pixels are worked. With `cancel`, setting that flag from another
+    /// thread stops the work between bands: the call then raises `RequestCancelledError`.
+    #[pyo3(signature = (image, parts, table, codes=false, threads=1, cancel=None))]
+    #[allow(clippy::too_many_arguments)]
     fn run<'py>(
         &self,
         py: Python<'py>,
@@ -144,33 +148,80 @@ impl FeatureRecipe {
         table: &FeatureTable,
         codes: bool,
         threads: usize,
+        cancel: Option<PyRef<'py, CancelFlag>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let err = |e| to_pyerr(py, e);
         let view = rgb_view(&image).map_err(err)?;
         let parts: Vec<Part> = parts.into_iter().map(PartArg::part).collect();
+        let flag = cancel.map(|c| Arc::clone(&c.0));
         let par = Par::new(threads);
+        let par = match &flag {
+            Some(f) => par.with_cancel(f),
+            None => par,
+        };
         let recipe = &self.recipe;
         if codes {
             let out = py
-                .detach(|| features::compose(view, &parts, recipe, &Codes, &par))
+                .detach(|| checked(&par, features::compose(view, &parts, recipe, &Codes, &par)))
                 .map_err(err)?;
             return Ok(array_from_vec(py, out.data, &out.shape)?.into_any());
         }
         match &table.bf16 {
             Some(b) => {
                 let out = py
-                    .detach(|| features::compose(view, &parts, recipe, &Bf16Values(b), &par))
+                    .detach(|| {
+                        checked(
+                            &par,
+                            features::compose(view, &parts, recipe, &Bf16Values(b), &par),
+                        )
+                    })
                     .map_err(err)?;
                 Ok(array_from_vec(py, out.data, &out.shape)?.into_any())
             }
             None => {
                 let t = &table.table;
                 let out = py
-                    .detach(|| features::compose(view, &parts, recipe, &Values(t), &par))
+                    .detach(|| {
+                        checked(
+                            &par,
+                            features::compose(view, &parts, recipe, &Values(t), &par),
+                        )
+                    })
                     .map_err(err)?;
                 Ok(pooled_array(py, out.data, &out.shape)?.into_any())
             }
         }
+    }
+}
+
+/// `out` unless `par`'s cancel flag was set meanwhile: a cancelled run's output is incomplete,
+/// so it is dropped, never returned.
+fn checked<T>(par: &Par<'_>, out: Result<T, KernelError>) -> Result<T, KernelError> {
+    out.and_then(|o| par.check().map(|()| o))
+}
+
+/// A one-way flag that another thread sets to stop the kernel calls given it (`Recipe.run`'s
+/// `cancel`): a request's cancel scope owns one, and sets it when the request's deadline passes
+/// or its client leaves.
+#[pyclass(module = "sglang_mm_core._native", frozen)]
+pub struct CancelFlag(Arc<AtomicBool>);
+
+#[pymethods]
+impl CancelFlag {
+    #[new]
+    fn new() -> Self {
+        Self(Arc::new(AtomicBool::new(false)))
+    }
+
+    /// Set the flag: kernels watching it stop at their next band.
+    fn set(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the flag is set.
+    #[getter]
+    fn is_set(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
     }
 }
 
@@ -332,6 +383,7 @@ fn lut_into_slot(
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<FeatureTable>()?;
     m.add_class::<FeatureRecipe>()?;
+    m.add_class::<CancelFlag>()?;
     m.add_function(wrap_pyfunction!(hf_backend, m)?)?;
     m.add_function(wrap_pyfunction!(lut_into_slot, m)?)?;
     Ok(())

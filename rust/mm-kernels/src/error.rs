@@ -35,6 +35,10 @@ pub enum KernelError {
     /// An argument (size, option, array shape) is out of its domain.
     #[error("{0}")]
     InvalidArgument(String),
+    /// The call's cancel flag ([`crate::Par::with_cancel`]) was set while it ran: its work
+    /// stopped between bands and its partial output was dropped.
+    #[error("stopped: the request was cancelled while its kernel ran")]
+    Cancelled,
 }
 
 /// Why bytes were not decoded as any format: what was seen, and the format's name when the

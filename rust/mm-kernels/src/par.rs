@@ -5,23 +5,54 @@
 //! thread. With it, work is split into contiguous, order-preserving chunks on scoped threads:
 //! results are bit-identical for every thread count because nothing is ever reduced across
 //! chunks.
+//!
+//! A `Par` may carry a cancel flag ([`Par::with_cancel`]): banded loops then work through each
+//! chunk in a few smaller bands and look at the flag before each, so setting it from another
+//! thread stops a running kernel within one small band. A kernel that saw it set returns
+//! [`KernelError::Cancelled`] ([`Par::check`]) instead of its partial output.
 
-/// How many threads a kernel call may use (the calling thread included).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Par {
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::error::{KernelError, Result};
+
+/// How many bands each thread's chunk is cut into when a cancel flag is set: the flag is read
+/// before each, so a cancelled kernel stops within about an eighth of its per-thread work.
+const CANCEL_BANDS: usize = 8;
+
+/// How many threads a kernel call may use (the calling thread included), and the cancel flag
+/// it watches, if any.
+#[derive(Clone, Copy, Debug)]
+pub struct Par<'a> {
     threads: usize,
+    cancel: Option<&'a AtomicBool>,
 }
 
-impl Default for Par {
+impl PartialEq for Par<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.threads == other.threads
+            && match (self.cancel, other.cancel) {
+                (None, None) => true,
+                (Some(a), Some(b)) => std::ptr::eq(a, b),
+                _ => false,
+            }
+    }
+}
+
+impl Eq for Par<'_> {}
+
+impl Default for Par<'_> {
     fn default() -> Self {
         Self::inline()
     }
 }
 
-impl Par {
+impl<'a> Par<'a> {
     /// Run on the calling thread only.
     pub const fn inline() -> Self {
-        Self { threads: 1 }
+        Self {
+            threads: 1,
+            cancel: None,
+        }
     }
 
     /// Use up to `threads` threads (0 and 1 both mean inline). Clamped to 1 when the crate is
@@ -32,12 +63,59 @@ impl Par {
         } else {
             1
         };
-        Self { threads }
+        Self {
+            threads,
+            cancel: None,
+        }
+    }
+
+    /// The same thread budget, watching `flag`: once it is set (from any thread), banded
+    /// loops skip their remaining bands and [`Par::check`] fails.
+    pub fn with_cancel<'b>(&self, flag: &'b AtomicBool) -> Par<'b> {
+        Par {
+            threads: self.threads,
+            cancel: Some(flag),
+        }
     }
 
     /// The thread budget, at least 1 (1 = inline).
     pub fn threads(&self) -> usize {
         self.threads
+    }
+
+    /// Whether the cancel flag is set (never, without one).
+    pub fn cancelled(&self) -> bool {
+        self.cancel.is_some_and(|f| f.load(Ordering::Relaxed))
+    }
+
+    /// [`KernelError::Cancelled`] if the cancel flag is set: a kernel calls this after its
+    /// banded loops (whose output is then incomplete) and between its stages.
+    pub fn check(&self) -> Result<()> {
+        if self.cancelled() {
+            Err(KernelError::Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// `f(first, rows)` over `band` (whose first row is `first`) in up to [`CANCEL_BANDS`]
+    /// smaller bands, each only if the cancel flag is still clear; without a flag, one call.
+    fn run_band<T, F>(&self, first: usize, band: &mut [T], row_len: usize, f: &F)
+    where
+        F: Fn(usize, &mut [T]),
+    {
+        if self.cancel.is_none() {
+            f(first, band);
+            return;
+        }
+        let rows = band.len() / row_len;
+        let per = rows.div_ceil(CANCEL_BANDS).max(1);
+        for (k, part) in band.chunks_mut(per * row_len).enumerate() {
+            if self.cancelled() {
+                return;
+            }
+            f(first + k * per, part);
+        }
     }
 
     /// Call `f(first_row, rows)` over `out` cut into bands of whole rows of `row_len` elements.
@@ -52,7 +130,7 @@ impl Par {
         let rows = out.len() / row_len;
         let n = self.threads.min(rows).max(1);
         if n == 1 {
-            f(0, out);
+            self.run_band(0, out, row_len, &f);
             return;
         }
         self.spawn_bands(out, row_len, rows, n, &f);
@@ -138,21 +216,21 @@ impl Par {
             // The calling thread takes the first band itself instead of idling.
             let first = chunks.next();
             for (k, chunk) in chunks {
-                s.spawn(move || f(k * per, chunk));
+                s.spawn(move || self.run_band(k * per, chunk, row_len, f));
             }
             if let Some((_, chunk)) = first {
-                f(0, chunk);
+                self.run_band(0, chunk, row_len, f);
             }
         });
     }
 
     #[cfg(not(feature = "parallel"))]
-    fn spawn_bands<T, F>(&self, out: &mut [T], _row_len: usize, _rows: usize, _n: usize, f: &F)
+    fn spawn_bands<T, F>(&self, out: &mut [T], row_len: usize, _rows: usize, _n: usize, f: &F)
     where
         T: Send,
         F: Fn(usize, &mut [T]) + Sync,
     {
-        f(0, out);
+        self.run_band(0, out, row_len, f);
     }
 }
 
@@ -194,6 +272,50 @@ mod tests {
             );
             assert_eq!(produced, 7);
             assert_eq!(sum.load(Ordering::Relaxed), (0..50).sum::<usize>());
+        }
+    }
+
+    #[test]
+    fn a_set_flag_stops_the_bands_and_check_fails() {
+        use std::sync::atomic::AtomicUsize;
+        for t in 1..5 {
+            let flag = AtomicBool::new(false);
+            let par = Par::new(t).with_cancel(&flag);
+            let calls = AtomicUsize::new(0);
+            let mut buf = vec![0usize; 64 * 2];
+            par.for_each_band(&mut buf, 2, |first, band| {
+                calls.fetch_add(1, Ordering::Relaxed);
+                flag.store(true, Ordering::Relaxed); // as another thread would, mid-kernel
+                for (r, row) in band.chunks_mut(2).enumerate() {
+                    row.fill(first + r + 1);
+                }
+            });
+            // Each thread ran at most the band it was in when the flag was set.
+            assert!(
+                calls.load(Ordering::Relaxed) <= par.threads(),
+                "{t} threads"
+            );
+            assert!(buf.contains(&0));
+            assert!(matches!(par.check(), Err(KernelError::Cancelled)));
+        }
+    }
+
+    #[test]
+    fn a_clear_flag_changes_nothing() {
+        for t in 0..5 {
+            let flag = AtomicBool::new(false);
+            let mut plain = vec![0usize; 37 * 3];
+            let mut watched = plain.clone();
+            let fill = |first: usize, band: &mut [usize]| {
+                for (r, row) in band.chunks_mut(3).enumerate() {
+                    row.fill(first + r + 1);
+                }
+            };
+            Par::new(t).for_each_band(&mut plain, 3, fill);
+            let par = Par::new(t).with_cancel(&flag);
+            par.for_each_band(&mut watched, 3, fill);
+            assert_eq!(plain, watched);
+            assert!(par.check().is_ok());
         }
     }
 

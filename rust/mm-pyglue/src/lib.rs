@@ -10,7 +10,7 @@ use pyo3::types::PyAnyMethods;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyMemoryView};
 
 /// Raise the `sglang_mm_core.errors` class for `err` (DecodeError, LimitError,
-/// KernelArgumentError) with the message of `err` and its structured fields as keyword
+/// KernelArgumentError, RequestCancelledError) with the message of `err` and its structured fields as keyword
 /// arguments: `format` and `unsupported` for a decode error, `limit`, `limit_value` and `value`
 /// for a named limit. A program reads them as attributes instead of parsing the message.
 pub fn to_pyerr(py: Python<'_>, err: KernelError) -> PyErr {
@@ -43,6 +43,7 @@ fn build_pyerr<'py>(py: Python<'py>, err: &KernelError) -> PyResult<Bound<'py, P
             "LimitError"
         }
         KernelError::InvalidArgument(_) => "KernelArgumentError",
+        KernelError::Cancelled => "RequestCancelledError",
     };
     py.import("sglang_mm_core.errors")?
         .getattr(class)?

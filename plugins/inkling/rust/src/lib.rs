@@ -18,7 +18,7 @@ use rules::Args;
 
 /// The pool of one call. The caller (the Python wrappers of `sglang_mm_inkling.api`) always
 /// says how many threads: the size is decided once, by the core's driver, never here.
-fn par_for(py: Python<'_>, threads: i64) -> PyResult<Par> {
+fn par_for(py: Python<'_>, threads: i64) -> PyResult<Par<'static>> {
     let n = usize::try_from(threads).map_err(|_| {
         to_pyerr(
             py,
