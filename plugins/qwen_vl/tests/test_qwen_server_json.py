@@ -60,11 +60,18 @@ def _prompt(n: int) -> list[int]:
 def test_an_answer_over_the_cap_is_refused_before_it_is_built(server: MmServer) -> None:
     png = _png(2048, 2048)
     body = request_body(MmInput(_prompt(1), [png]))
-    base, peak, stop = _rss_mb(), [0.0], threading.Event()
+    good = request_body(MmInput(_prompt(1), [_png(64, 48)]))
+    want = requests.post(f"{server.url}/v1/preprocess", data=good, timeout=30).content
+    base, peak, health, stop = _rss_mb(), [0.0], [0.0], threading.Event()
+    failures: list[int] = []
 
-    def sample() -> None:
+    def sample() -> None:  # RSS, and /health answering throughout
         while not stop.is_set():
             peak[0] = max(peak[0], _rss_mb())
+            t = time.monotonic()
+            if (status := requests.get(f"{server.url}/health", timeout=5).status_code) != 200:
+                failures.append(status)
+            health[0] = max(health[0], time.monotonic() - t)
             stop.wait(0.01)
 
     sampler = threading.Thread(target=sample)
@@ -85,6 +92,9 @@ def test_an_answer_over_the_cap_is_refused_before_it_is_built(server: MmServer) 
     assert took < 2.0, f"refused after {took:.2f} s"
     # The compact item (12.6 MB of codes) is all that is built; no float is expanded.
     assert peak[0] - base < 100, f"RSS grew {peak[0] - base:.0f} MB"
+    assert not failures and health[0] < 1.0, f"/health {failures}, took {health[0]:.2f} s"
+    after = requests.post(f"{server.url}/v1/preprocess", data=good, timeout=30)
+    assert after.status_code == 200 and after.content == want
 
 
 def test_an_answer_under_the_cap_is_the_in_process_one(server: MmServer) -> None:
