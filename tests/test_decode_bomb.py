@@ -1,6 +1,7 @@
 """A PNG, GIF or lossy WebP whose compressed data cannot fill its declared size is refused
 before its pixel buffer is allocated (issue 9), from the format's highest compression ratio:
-the reference fails such a file too, and highly compressed valid files still decode."""
+the reference fails such a file too, and highly compressed valid files still decode. A large
+lossless WebP, which has no such ratio, is refused from its first row when that fails."""
 
 from __future__ import annotations
 
@@ -77,12 +78,43 @@ def test_short_lossy_webp_declaring_a_huge_image_is_refused_before_allocating() 
     assert "cannot code the 250000 macroblocks of a 8000x8000 lossy frame" in message, message
 
 
-@pytest.mark.parametrize("fmt", ["GIF", "WEBP"])
+def lossless_webp_declaring(width: int, height: int, alpha: bool) -> bytes:
+    """A valid 64x64 lossless WebP (about 40 bytes) whose VP8L header now declares
+    ``width x height``: its coded data ends long before such an image does."""
+    buf = io.BytesIO()
+    Image.new("RGBA" if alpha else "RGB", (64, 64), (3, 0, 0, 9)).save(buf, "WEBP", lossless=True)
+    data = bytearray(buf.getvalue())
+    at = data.find(b"VP8L") + 9  # chunk header, signature byte
+    (word,) = struct.unpack("<I", data[at : at + 4])
+    word = (width - 1) | (height - 1) << 14 | word & ~((1 << 28) - 1)
+    data[at : at + 4] = struct.pack("<I", word)
+    return bytes(data)
+
+
+@pytest.mark.parametrize("alpha", [False, True], ids=["rgb", "rgba"])
+def test_tiny_lossless_webp_declaring_a_huge_image_is_refused_from_its_first_row(
+    alpha: bool,
+) -> None:
+    import resource
+
+    data = lossless_webp_declaring(12999, 12999, alpha)
+    with pytest.raises(Exception):  # noqa: B017 - the reference fails too
+        Image.open(io.BytesIO(data)).load()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(DecodeError, match="VP8_STATUS_BITSTREAM_ERROR") as info:
+        _native.image_decode_rgb(data)
+    assert info.value.format == "WebP"
+    grew_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grew_mb < 50, f"peak RSS grew {grew_mb:.0f} MB (the 507 MB buffer was allocated)"
+
+
+@pytest.mark.parametrize("fmt", ["GIF", "WEBP", "WEBP-lossless"])
 def test_highly_compressed_gif_and_webp_still_decode(fmt: str) -> None:
     # One colour: the encoders get close to the formats' highest ratios, and they are valid.
     im = Image.new("RGB", (4096, 4096), (200, 30, 90))
     buf = io.BytesIO()
-    im.save(buf, format=fmt, **({"quality": 0, "method": 6} if fmt == "WEBP" else {}))
+    options = {"WEBP": {"quality": 0, "method": 6}, "WEBP-lossless": {"lossless": True}}
+    im.save(buf, format=fmt.split("-")[0], **options.get(fmt, {}))
     with Image.open(io.BytesIO(buf.getvalue())) as ref:
         want = np.asarray(ref.convert("RGB"))
     out = _native.image_decode_rgb(buf.getvalue(), max_pixels=2**40)

@@ -205,10 +205,12 @@ pub(crate) fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Decoded> {
         );
         rgba
     } else if composite {
+        first_rows_decode(&c, data)?;
         let mut rgba = decode_still(data, c.width, c.height, 4)?;
         compact4_in_place(&mut rgba, pixels, rgba_to_rgb(Alpha::White));
         rgba
     } else {
+        first_rows_decode(&c, data)?;
         decode_still(data, c.width, c.height, 3)?
     };
     let image = RgbImage {
@@ -220,6 +222,48 @@ pub(crate) fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Decoded> {
         image,
         orientation: c.orientation,
     })
+}
+
+/// Output buffers from this size on are only allocated once the image's first row decodes.
+const PRECHECK_BYTES: u64 = 32 << 20;
+
+/// Decode only the first row of a large lossless still, into a buffer of one row: a VP8L
+/// stream has no bound on its ratio (a 40-byte file can be a valid 13000x13000 image), but a
+/// broken one almost always fails in its headers or first row, and this finds that without
+/// the full-size allocation (483 MB and 0.5 s for a 40-byte file that fails at once). Lossy
+/// stills have `check_compressed_size`; small images and animations are not checked here.
+fn first_rows_decode(c: &Container, data: &[u8]) -> Result<()> {
+    let (w, h) = (u64::from(c.width), u64::from(c.height));
+    if c.lossy_first.is_some() || w.saturating_mul(h).saturating_mul(3) < PRECHECK_BYTES {
+        return Ok(());
+    }
+    let mut row = limits::alloc(c.width as usize * 4)?;
+    // SAFETY: WebPDecoderConfig is plain data; WebPInitDecoderConfig fills the defaults.
+    let mut config: webp::WebPDecoderConfig = unsafe { std::mem::zeroed() };
+    // SAFETY: `config` is writable.
+    if !unsafe { webp::WebPInitDecoderConfig(&mut config) } {
+        return Err(bad(F, "libwebp version mismatch"));
+    }
+    config.options.use_cropping = 1;
+    config.options.crop_left = 0;
+    config.options.crop_top = 0;
+    config.options.crop_width = c.width as i32;
+    config.options.crop_height = 1;
+    config.output.colorspace = webp::WEBP_CSP_MODE::MODE_RGBA;
+    config.output.is_external_memory = 1;
+    config.output.width = c.width as i32;
+    config.output.height = 1;
+    config.output.u.RGBA.rgba = row.as_mut_ptr();
+    config.output.u.RGBA.stride = (c.width * 4) as i32;
+    config.output.u.RGBA.size = row.len();
+    // SAFETY: the external buffer holds one RGBA row of the cropped output, as declared.
+    let status = unsafe { webp::WebPDecode(data.as_ptr(), data.len(), &mut config) };
+    // SAFETY: frees nothing for external memory, but is the documented cleanup.
+    unsafe { webp::WebPFreeDecBuffer(&mut config.output) };
+    if status != webp::VP8StatusCode::VP8_STATUS_OK {
+        return Err(bad(F, format!("failed to decode the image ({status:?})")));
+    }
+    Ok(())
 }
 
 /// `WebPDecode` into a fresh RGB (3) or RGBA (4) buffer.
