@@ -15,8 +15,6 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Literal
 
-import numpy as np
-import numpy.typing as npt
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
@@ -159,80 +157,26 @@ def _parse(body: bytes) -> PreprocessRequest | str:
         return _validation_message(e)
 
 
-# Many token ids are parsed here, a slice at a time, rather than by pydantic: its parse and the
-# schema's checks of a list of two million ids are single calls holding the GIL for 0.3 s and
-# more (each numpy call below takes a millisecond or two on a slice, and the event loop gets
-# the GIL between them).
-MIN_SLICED_IDS = 1 << 16
-ID_SLICE_BYTES = 1 << 18
-_JSON_WS = b" \t\n\r"
-_ID_TEXT = b"0123456789," + _JSON_WS
-_INT64_MAX = 2**63 - 1
-_IDS_KEY = b'"input_ids"'
-_IDS_OPEN = re.compile(rb"[ \t\n\r]*:[ \t\n\r]*\[")
-
-
-def _ids_slice(text: bytes) -> npt.NDArray[np.int64] | None:
-    """The token ids of ``text``, JSON integers in 0..2**63-1 separated by commas (JSON
-    whitespace around them), as int64; None if it is anything else (an empty element, two
-    numbers without a comma between them, a leading zero, a number past 2**63-1)."""
-    if not text or text.translate(None, _ID_TEXT):
-        return None
-    u = np.frombuffer(text, np.uint8)
-    digit = (u >= 48) & (u <= 57)
-    edges = np.diff(digit.astype(np.int8), prepend=np.int8(0), append=np.int8(0))
-    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-    n = len(starts)
-    commas = np.cumsum(u == 44)  # commas up to each byte
-    # Exactly one comma between consecutive numbers, none before the first or after the last.
-    if n == 0 or int(commas[-1]) != n - 1 or commas[starts[0]] != 0:
-        return None
-    if n > 1 and np.any(np.diff(commas[starts]) != 1):
-        return None
-    lengths = ends - starts
-    longest = int(lengths.max())
-    if longest > 19 or np.any((u[starts] == 48) & (lengths > 1)):
-        return None
-    try:
-        values = np.fromstring(text, dtype=np.uint64, sep=",")
-    except ValueError:
-        return None
-    if len(values) != n or (longest == 19 and int(values.max()) > _INT64_MAX):
-        return None
-    return values.astype(np.int64)
+# Many token ids are parsed natively (with the GIL released) rather than by pydantic: its parse
+# and the schema's checks of a list of two million ids are single calls holding the GIL for
+# 0.3 s and more.
+MIN_NATIVE_IDS = 1 << 16
 
 
 def _parse_sliced(body: bytes) -> PreprocessRequest | str | None:
-    """`_parse` of a body with many token ids: the array after the last ``"input_ids"`` key
-    (the one a parser keeps if the key is repeated) parsed here a slice at a time, and the
-    rest of the body by pydantic with that array replaced by a random sentinel id. If the
-    parsed request's ids are that sentinel, the replaced text was the value of the request's
-    ``input_ids`` (any other place, a string or a nested object, would not give it back), so
-    the two parses are the body's. None when this does not apply (another array there, a
-    number JSON or the schema refuses, a malformed rest): the caller parses the whole body,
-    for its exact error message."""
-    key = body.rfind(_IDS_KEY)
-    m = _IDS_OPEN.match(body, key + len(_IDS_KEY)) if key >= 0 else None
-    if m is None:
+    """`_parse` of a body with many token ids: the array of the top-level object's last
+    ``"input_ids"`` member (the one a parser keeps if the key is repeated) parsed natively,
+    and the rest of the body by pydantic with that array replaced by a random sentinel id. If
+    the parsed request's ids are that sentinel, the replaced text was the value of the
+    request's ``input_ids``, so the two parses are the body's. None when this does not apply
+    (no such array, a number the native parse refuses, a malformed rest): the caller parses
+    the whole body, for its exact error message."""
+    got = _native.json_ids(body)
+    if got is None:
         return None
-    start = m.end()
-    close = body.find(b"]", start)
-    if close < 0:
-        return None
-    parts: list[npt.NDArray[np.int64]] = []
-    pos = start
-    while pos < close:
-        cut = body.find(b",", min(pos + ID_SLICE_BYTES, close), close)
-        end = close if cut < 0 else cut
-        part = _ids_slice(body[pos:end])
-        if part is None:
-            return None
-        parts.append(part)
-        pos = end + 1
-    if pos != close + 1:  # a trailing comma, or nothing between the brackets
-        return None
+    ids, start, end = got
     sentinel = (1 << 62) | secrets.randbits(62)
-    small = body[: start - 1] + b"[%d]" % sentinel + body[close + 1 :]
+    small = body[:start] + b"[%d]" % sentinel + body[end:]
     try:
         doc = PreprocessRequest.model_validate_json(small)
     except ValidationError as e:
@@ -242,7 +186,6 @@ def _parse_sliced(body: bytes) -> PreprocessRequest | str | None:
         return _validation_message(e)
     if doc.input_ids != [sentinel]:
         return None
-    ids = np.concatenate(parts)
     return doc.model_copy(update={"input_ids": ids})
 
 
@@ -285,7 +228,7 @@ def _parse_big(body: bytes, max_ids: int, max_sources: int) -> PreprocessRequest
             f"request has {ids} token ids, over the server's max_input_ids = {max_ids}",
             fields={"limit": "max_input_ids", "limit_value": max_ids, "value": ids},
         )
-    if ids >= MIN_SLICED_IDS:
+    if ids >= MIN_NATIVE_IDS:
         sliced = _parse_sliced(body)
         if sliced is not None:
             return sliced

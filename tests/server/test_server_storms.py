@@ -341,11 +341,8 @@ def test_the_largest_bodies_do_not_hold_health(served: Served, fam: FamilySetup)
         '{"input_ids": [%s]',
     ],
 )
-def test_sliced_ids_parse_as_pydantic_does(
-    ids: str, around: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The token ids parsed a slice at a time give the request pydantic gives, or decline."""
-    monkeypatch.setattr(server_app, "ID_SLICE_BYTES", 3)  # many slices
+def test_natively_parsed_ids_give_what_pydantic_gives(ids: str, around: str) -> None:
+    """The token ids parsed natively give the request pydantic gives, or decline."""
     body = (around % ids).encode()
     want = server_app._parse(body)
     got = server_app._parse_sliced(body)
@@ -359,7 +356,7 @@ def test_sliced_ids_parse_as_pydantic_does(
         assert (got.rid, got.images, got.videos) == (want.rid, want.images, want.videos)
 
 
-def test_sliced_ids_take_the_common_case() -> None:
+def test_natively_parsed_ids_take_the_common_case() -> None:
     body = json.dumps({"input_ids": list(range(100_000)), "images": ["a"]}).encode()
     got = server_app._parse_sliced(body)
     assert got is not None and not isinstance(got, str)

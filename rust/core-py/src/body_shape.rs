@@ -90,6 +90,115 @@ pub fn shape(text: &[u8]) -> Shape {
     s
 }
 
+/// The index just past the string that starts at `text[i]` (a `"`), or `text.len()`.
+fn skip_string(text: &[u8], mut i: usize) -> usize {
+    i += 1;
+    loop {
+        i = skip_plain(text, i);
+        match text.get(i) {
+            Some(b'"') => return i + 1,
+            None => return text.len(),
+            Some(b'\\') => i += 2,
+            Some(_) => i += 1,
+        }
+    }
+}
+
+fn skip_ws(text: &[u8], mut i: usize) -> usize {
+    while matches!(text.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        i += 1;
+    }
+    i
+}
+
+/// The byte span `[start, end)` of the value of the last `"input_ids"` member of the top-level
+/// object (the one a parser keeps when the key repeats) when that value is an array: brackets
+/// included. A key written with escapes is not recognised (the caller checks the result
+/// against a real parse, so a miss only costs the fast path).
+pub fn ids_span(text: &[u8]) -> Option<(usize, usize)> {
+    let (mut i, n) = (0, text.len());
+    let mut depth = 0usize;
+    let mut span = None;
+    while i < n {
+        match text[i] {
+            b'"' => {
+                let end = skip_string(text, i);
+                let content = text.get(i + 1..end.saturating_sub(1)).unwrap_or(&[]);
+                let is_key = depth == 1 && content == b"input_ids";
+                i = end;
+                if !is_key {
+                    continue;
+                }
+                let colon = skip_ws(text, i);
+                if text.get(colon) != Some(&b':') {
+                    continue;
+                }
+                let open = skip_ws(text, colon + 1);
+                if text.get(open) != Some(&b'[') {
+                    continue;
+                }
+                // The array's end: the bracket that closes it (strings inside are skipped).
+                let (mut j, mut inner) = (open + 1, 1usize);
+                while j < n && inner > 0 {
+                    match text[j] {
+                        b'"' => {
+                            j = skip_string(text, j);
+                            continue;
+                        }
+                        b'[' | b'{' => inner += 1,
+                        b']' | b'}' => inner -= 1,
+                        _ => {}
+                    }
+                    j += 1;
+                }
+                if inner > 0 {
+                    return span; // unterminated: the parse will say so
+                }
+                span = Some((open, j));
+                i = j;
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                i += 1;
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    span
+}
+
+/// The token ids of an array's inside: JSON integers in `0..=i64::MAX` (no sign, no leading
+/// zero, no fraction or exponent) separated by commas, with JSON whitespace around them; None
+/// for anything else (an empty element, a trailing comma, no elements), which the caller
+/// leaves to the full parse and its exact message.
+pub fn parse_ids(inner: &[u8]) -> Option<Vec<i64>> {
+    let mut out = Vec::with_capacity(inner.len() / 2 + 1);
+    let mut i = skip_ws(inner, 0);
+    loop {
+        let start = i;
+        let mut v: u64 = 0;
+        while let Some(&d) = inner.get(i).filter(|d| d.is_ascii_digit()) {
+            v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+            i += 1;
+        }
+        let digits = i - start;
+        if digits == 0 || (digits > 1 && inner[start] == b'0') {
+            return None;
+        }
+        out.push(i64::try_from(v).ok()?);
+        i = skip_ws(inner, i);
+        match inner.get(i) {
+            None => return Some(out),
+            Some(b',') => i = skip_ws(inner, i + 1),
+            Some(_) => return None,
+        }
+    }
+}
+
 /// The first index at or after `i` that may hold a `"` or a `\\`, eight bytes at a time (a
 /// base64 image is most of a big body, and none of its bytes is either).
 fn skip_plain(text: &[u8], mut i: usize) -> usize {
@@ -114,6 +223,56 @@ fn skip_plain(text: &[u8], mut i: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ids_span_is_the_last_top_level_input_ids_array() {
+        let cases: &[(&str, Option<&str>)] = &[
+            (r#"{"input_ids": [1, 2]}"#, Some("[1, 2]")),
+            ("{\"input_ids\" :\n[1], \"images\": [\"]\"]}", Some("[1]")),
+            (r#"{"input_ids": [1], "input_ids": [3, 4]}"#, Some("[3, 4]")),
+            (
+                r#"{"rid": "\"input_ids\": [9]", "input_ids": [5]}"#,
+                Some("[5]"),
+            ),
+            (
+                r#"{"videos": [{"input_ids": [7]}], "input_ids": [5]}"#,
+                Some("[5]"),
+            ),
+            (r#"{"videos": [{"input_ids": [7]}]}"#, None),
+            (r#"{"input_ids": 5}"#, None),
+            (r#"{"input_ids": [1, ["]"], 2]}"#, Some(r#"[1, ["]"], 2]"#)),
+            (r#"{"input_ids": [1, 2"#, None),
+        ];
+        for (body, want) in cases {
+            let got = ids_span(body.as_bytes()).map(|(a, b)| &body[a..b]);
+            assert_eq!(got, *want, "{body}");
+        }
+    }
+
+    #[test]
+    fn ids_parse_strictly() {
+        assert_eq!(parse_ids(b" 1 , 2 ,\n3\t"), Some(vec![1, 2, 3]));
+        assert_eq!(parse_ids(b"0,9223372036854775807"), Some(vec![0, i64::MAX]));
+        for bad in [
+            "9223372036854775808",
+            "99999999999999999999",
+            "007",
+            "1,,2",
+            "1 2",
+            ",1",
+            "1,",
+            "",
+            " ",
+            "-1",
+            "1.0",
+            "1e3",
+            "true",
+            "\"5\"",
+            "[1]",
+        ] {
+            assert_eq!(parse_ids(bad.as_bytes()), None, "{bad}");
+        }
+    }
 
     #[test]
     fn a_request_and_its_pathologies() {

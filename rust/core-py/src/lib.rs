@@ -5,7 +5,7 @@ use mm_kernels::decode::{self, Alpha, DecodeOptions};
 use mm_kernels::resize::{self, PassOrder, Resample};
 use mm_kernels::{b64, dims, hash, limits, pct, KernelError, Par};
 use mm_pyglue::{array_from_vec, bytes_snapshot, rgb_view, to_pyerr};
-use numpy::{PyArrayDyn, PyReadonlyArray1, PyReadonlyArray3};
+use numpy::{PyArray1, PyArrayDyn, PyReadonlyArray1, PyReadonlyArray3};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyString};
 
@@ -313,6 +313,25 @@ fn json_shape(
     })
 }
 
+/// `json_ids`' answer: the ids, and where their array starts and ends in the body.
+type IdsSpan<'py> = (Bound<'py, PyArray1<i64>>, usize, usize);
+
+/// The token ids of a request body parsed natively, with the GIL released: ``(ids, start,
+/// end)`` for the array that is the value of the top-level object's last ``"input_ids"``
+/// member (``body[start:end]``, brackets included), or None when there is none or it holds
+/// anything but JSON integers in ``0..2**63`` (the caller then parses the body whole).
+#[pyfunction]
+fn json_ids<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Option<IdsSpan<'py>>> {
+    let snapshot = bytes_snapshot(data)?;
+    let bytes = snapshot.as_bytes();
+    let got = py.detach(|| {
+        let (start, end) = body_shape::ids_span(bytes)?;
+        let ids = body_shape::parse_ids(&bytes[start + 1..end - 1])?;
+        Some((ids, start, end))
+    });
+    Ok(got.map(|(ids, start, end)| (PyArray1::from_vec(py, ids), start, end)))
+}
+
 /// Prompts at least this long are expanded or positioned with the GIL released.
 const DETACH_TOKENS: usize = 1 << 15;
 
@@ -425,6 +444,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(percent_decode, m)?)?;
     m.add_function(wrap_pyfunction!(parallel_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(json_shape, m)?)?;
+    m.add_function(wrap_pyfunction!(json_ids, m)?)?;
     m.add_function(wrap_pyfunction!(token_indices, m)?)?;
     m.add_function(wrap_pyfunction!(expand_repeats, m)?)?;
     m.add_function(wrap_pyfunction!(first_unwrapped, m)?)?;
