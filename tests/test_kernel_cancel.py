@@ -5,12 +5,14 @@ that the core's feature kernels read between bands, so an item whose request is 
 
 from __future__ import annotations
 
+import io
 import threading
 import time
 
 import numpy as np
 import pytest
 from core_helpers import png_bytes
+from PIL import Image
 from test_cache import TableToy
 
 from sglang_mm_core import MmInput, Registry, _native, pipeline_from_spec
@@ -81,7 +83,7 @@ def test_the_scope_sets_its_flag() -> None:
 
 class CancelsInPlan(TableToy):
     """TableToy whose plan (made after the decode, just before the kernel) cancels the
-    request 50 ms later, from a timer thread: the cancellation lands inside the kernel."""
+    request 20 ms later, from a timer thread: the cancellation lands inside the kernel."""
 
     name = "cancels_in_plan"
     scope: CancelScope | None = None
@@ -89,7 +91,7 @@ class CancelsInPlan(TableToy):
     def plan(self, width: int, height: int) -> Plan:
         scope = type(self).scope
         if scope is not None:
-            threading.Timer(0.05, scope.cancel, args=("the request's deadline passed",)).start()
+            threading.Timer(0.02, scope.cancel, args=("the request's deadline passed",)).start()
         return super().plan(width, height)
 
 
@@ -97,16 +99,21 @@ def test_a_request_cancelled_mid_kernel_raises_and_returns_nothing() -> None:
     """Through the driver: the request's scope reaches the pool thread's kernel call."""
     reg = Registry()
     reg.register_family(CancelsInPlan)
-    req = MmInput([9, 5, 9], [png_bytes(_image(5000, 3500))])  # a kernel of about 0.25 s
-    with pipeline_from_spec({"family": "cancels_in_plan", "threads": 2}, registry=reg) as pipe:
+    buf = io.BytesIO()
+    y, x = np.mgrid[0:4000, 0:6000]
+    arr = np.stack([x % 256, y % 256, (x ^ y) % 256], axis=-1).astype(np.uint8)
+    Image.fromarray(arr).save(buf, "JPEG", quality=80)
+    req = MmInput([9, 5, 9], [buf.getvalue()])  # a kernel of about 0.5 s on one thread
+    with pipeline_from_spec({"family": "cancels_in_plan", "threads": 1}, registry=reg) as pipe:
         CancelsInPlan.scope = scope = CancelScope()
         try:
             with cancel_scope(scope), pytest.raises(RequestCancelledError, match="cancelled"):
                 pipe.process(req)
         finally:
             CancelsInPlan.scope = None
-        out = pipe.process(req)  # the pipeline itself is unharmed
-        assert out.items[0].feature.shape == (3, 3500, 5000)
+        small = MmInput([9, 5, 9], [png_bytes(_image(64, 48))])
+        out = pipe.process(small)  # the pipeline itself is unharmed
+        assert out.items[0].feature.shape == (3, 48, 64)
 
 
 def test_a_cancelled_computation_is_not_its_waiters_error() -> None:
