@@ -57,19 +57,24 @@ def test_a_set_flag_refuses_the_call() -> None:
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_a_flag_set_while_the_kernel_runs_stops_it(threads: int) -> None:
-    """A resize that runs for seconds is stopped soon after the flag is set from another
-    thread (the GIL is released while it runs, so the timer thread gets to set it)."""
+    """A resize of a few tenths of a second is stopped once the flag is set from another
+    thread (the GIL is released while it runs, so the timer thread gets to set it). The
+    timer may be late on a loaded machine and the kernel finish first: a few tries, of which
+    one must be stopped (a kernel that never looks at the flag never is)."""
     img = _image(6000, 4000)
-    flag = _native.CancelFlag()
-    timer = threading.Timer(0.05, flag.set)
-    t = time.monotonic()
-    timer.start()
-    try:
-        with pytest.raises(RequestCancelledError):
+    stopped = 0
+    for _ in range(5):
+        flag = _native.CancelFlag()
+        timer = threading.Timer(0.02, flag.set)
+        timer.start()
+        try:
             _run(img, (5800, 3900), threads, flag)
-    finally:
-        timer.cancel()
-    assert time.monotonic() - t < 2.0
+        except RequestCancelledError:
+            stopped += 1
+            break
+        finally:
+            timer.cancel()
+    assert stopped == 1
 
 
 def test_the_scope_sets_its_flag() -> None:
@@ -105,12 +110,18 @@ def test_a_request_cancelled_mid_kernel_raises_and_returns_nothing() -> None:
     Image.fromarray(arr).save(buf, "JPEG", quality=80)
     req = MmInput([9, 5, 9], [buf.getvalue()])  # a kernel of about 0.5 s on one thread
     with pipeline_from_spec({"family": "cancels_in_plan", "threads": 1}, registry=reg) as pipe:
-        CancelsInPlan.scope = scope = CancelScope()
-        try:
-            with cancel_scope(scope), pytest.raises(RequestCancelledError, match="cancelled"):
-                pipe.process(req)
-        finally:
-            CancelsInPlan.scope = None
+        errors: list[RequestCancelledError] = []
+        for _ in range(3):  # a loaded machine may run the timer after the kernel: retry
+            CancelsInPlan.scope = scope = CancelScope()
+            try:
+                with cancel_scope(scope):
+                    pipe.process(req)
+            except RequestCancelledError as e:
+                errors.append(e)
+                break
+            finally:
+                CancelsInPlan.scope = None
+        assert errors and "cancelled" in str(errors[0])
         small = MmInput([9, 5, 9], [png_bytes(_image(64, 48))])
         out = pipe.process(small)  # the pipeline itself is unharmed
         assert out.items[0].feature.shape == (3, 48, 64)
