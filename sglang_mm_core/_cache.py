@@ -34,7 +34,7 @@ from typing import Any, Literal
 import numpy.typing as npt
 
 from ._carriers import ProcessedItem, Tensor
-from ._compact import CompactTensor
+from ._compact import CompactTensor, _read_only
 from .errors import RequestCancelledError
 
 #: The form of an entry: the full feature, or its compact form (`CompactTensor`).
@@ -107,14 +107,6 @@ def item_nbytes(item: ProcessedItem) -> int:
     f = item.feature
     size = _held(f.array) if isinstance(f, Tensor) else f.nbytes
     return int(size + sum(_held(t.array) for t in item.aux.values()))
-
-
-def _read_only(arr: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    if not arr.flags.writeable:
-        return arr
-    view = arr.view()
-    view.flags.writeable = False
-    return view
 
 
 def _tensor_read_only(t: Tensor) -> Tensor:

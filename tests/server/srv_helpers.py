@@ -158,32 +158,14 @@ def wait_for(cond: Callable[[], bool], timeout: float = 10.0, what: str = "condi
 def start_serve(spec: dict[str, Any], tmp: Path, *extra: str) -> tuple[str, subprocess.Popen[str]]:
     """A real ``sglang-mm serve`` process on a free port (the toy distribution installed),
     once it serves; its URL and process."""
-    path = tmp / "spec.json"
-    path.write_text(json.dumps(spec))
-    env = {k: v for k, v in toy_env("site").items() if "PROXY" not in k.upper()}
-    cmd = [sys.executable, "-m", "sglang_mm_core", "serve", "--spec", str(path)]
-    proc = subprocess.Popen(
-        [*cmd, "--port", "0", "--log-level", "info", *extra],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    lines: list[str] = []
-    for line in proc.stderr:  # type: ignore[union-attr]
-        lines.append(line)
-        if "serving family" in line:
-            url = line.split(" on ")[1].split()[0]
-            break
-    else:
-        raise AssertionError("".join(lines))
-    threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()  # type: ignore[union-attr]
+    url, proc, _ = start_serve_log(spec, tmp, *extra)
     return url, proc
 
 
 def start_serve_log(
     spec: dict[str, Any], tmp: Path, *extra: str
 ) -> tuple[str, subprocess.Popen[str], Callable[[], str]]:
-    """`start_serve`, keeping what the process writes to stderr: its URL, the process and a
+    """`start_serve`, and what the process writes to stderr: its URL, the process and a
     function giving the whole stderr text once the process has exited."""
     path = tmp / "spec.json"
     path.write_text(json.dumps(spec))
