@@ -441,6 +441,68 @@ class HwcPatches(Writer):
         return super().kernel_size(plan, codes) // self.temporal_patch_size  # one frame
 
 
+@dataclass(frozen=True)
+class PatchVectors(Writer):
+    """One part cut into ``patch_size`` square patches in row-major order, each flattened to
+    one vector with the channels last (``[ps, ps, 3]`` read in order), then zero rows up to
+    ``pad_to`` patches: ``[pad_to or rows * cols, ps * ps * 3]`` (Gemma 4's pre-patchified
+    ``pixel_values``). The padding is the value 0.0 (not the table's value of a sample); the
+    kernel writes the image's patches as `HwcPatches` does, and the rows after them are
+    zeros. A plan with more patches than ``pad_to`` is a `KernelArgumentError`."""
+
+    patch_size: int
+    pad_to: int | None = None
+    kind: ClassVar[str] = "hwc_patches"
+
+    def patches(self, plan: Plan) -> int:
+        """The image's own patches (the rows before the padding)."""
+        w, h = self.one(plan).extent
+        n = (h // self.patch_size) * (w // self.patch_size)
+        if self.pad_to is not None and n > self.pad_to:
+            raise KernelArgumentError(
+                f"a {w}x{h} part has {n} patches of {self.patch_size}, more than pad_to = "
+                f"{self.pad_to}"
+            )
+        return n
+
+    def shape(self, plan: Plan) -> tuple[int, ...]:
+        n = self.patches(plan)
+        return (n if self.pad_to is None else self.pad_to, self.patch_size**2 * 3)
+
+    def kernel_size(self, plan: Plan, codes: bool) -> int:
+        return self.patches(plan) * self.patch_size**2 * 3
+
+    def full(self, values: npt.NDArray[Any], plan: Plan, dtype: str) -> Tensor:
+        shape = self.shape(plan)
+        n = self.patches(plan)
+        if shape[0] == n:
+            return Tensor(values.reshape(shape), dtype)  # type: ignore[arg-type]
+        out = np.zeros(shape, dtype=values.dtype)
+        out[:n] = values.reshape(n, shape[1])
+        return Tensor(out, dtype)  # type: ignore[arg-type]
+
+    def compact(self, codes: npt.NDArray[np.uint8], plan: Plan, table: Table) -> CompactTensor:
+        shape = self.shape(plan)
+        n, area = self.patches(plan), self.patch_size**2
+        view = np.zeros((shape[0], 1, area, 3), dtype=np.uint8)
+        view[:n] = codes.reshape(n, 1, area, 3)
+        padded = shape[0] > n
+        return CompactTensor(
+            codes=view,
+            luts=table.values,
+            dtype=table.dtype,
+            shape=shape,
+            channel_axis=3,
+            repeat_axis=1,
+            repeats=1,
+            pad=np.zeros(3, dtype=table.values.dtype) if padded else None,
+            pad_rules=((0, 2, n * area),) if padded else (),
+        )
+
+    def native(self) -> dict[str, int]:
+        return {"patch_size": self.patch_size}
+
+
 def _compact(
     codes: npt.NDArray[np.uint8],
     table: Table,
@@ -528,6 +590,7 @@ __all__ = [
     "HwcPatches",
     "Part",
     "PatchRows",
+    "PatchVectors",
     "Rect",
     "Table",
     "Tiles",

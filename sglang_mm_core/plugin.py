@@ -15,7 +15,7 @@ form and the item itself from those two answers. The modules behind these names 
   (what it answers) and `unsupported_option` (its error for an option it cannot honour);
 - the feature pipeline: `Features`, `Table` (and `hf_backend`, the one reading of a HF
   backend's name), `Part`, the writers `ChannelPlanes`, `Tiles`, `PatchRows`, `ChwPatches`,
-  `HwcPatches`
+  `HwcPatches`, `PatchVectors`
   (and their base `Writer`, and `VideoSink`, where a writer's `video_sink` writes a video's
   full feature frame by frame); the types `Arithmetic`, `Backend`, `Rect`;
 - what a plan's tokens are: `Repeat`, `Explicit` (`Pattern` is either);
@@ -49,6 +49,7 @@ from ._features import (
     HwcPatches,
     Part,
     PatchRows,
+    PatchVectors,
     Rect,
     Table,
     Tiles,
@@ -120,6 +121,7 @@ __all__ = [
     "ModelDir",
     "Part",
     "PatchRows",
+    "PatchVectors",
     "Pattern",
     "Placeholder",
     "Plan",
