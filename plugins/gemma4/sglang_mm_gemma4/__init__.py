@@ -1,7 +1,7 @@
 """The Gemma 4 family (`gemma4`): the patch-budget resize, pre-patchified pixels with their
 position ids, and the ``<boi>`` + ``<|image|>`` x tokens + ``<eoi>`` image sequence."""
 
-from .family import Gemma4Family, aspect_ratio_preserving_size, position_ids
+from .family import Gemma4Family, aspect_ratio_preserving_size, mm_token_type_ids, position_ids
 from .params import SUPPORTED_SOFT_TOKENS, Gemma4Params
 
 __all__ = [
@@ -9,5 +9,6 @@ __all__ = [
     "Gemma4Family",
     "Gemma4Params",
     "aspect_ratio_preserving_size",
+    "mm_token_type_ids",
     "position_ids",
 ]

@@ -58,6 +58,12 @@ def position_ids(rows: int, cols: int, max_patches: int) -> npt.NDArray[np.int64
     return out
 
 
+def mm_token_type_ids(input_ids: npt.ArrayLike, p: Gemma4Params) -> npt.NDArray[np.int64]:
+    """HF's ``mm_token_type_ids`` for an expanded prompt: 1 on image tokens, 0 elsewhere."""
+    soft: npt.NDArray[np.bool_] = np.asarray(input_ids) == p.image_token_id
+    return soft.astype(np.int64)
+
+
 class Gemma4Family(mm.Family[Gemma4Params]):
     name: ClassVar[str] = "gemma4"
     # As HF's loaders: alpha composited onto white, EXIF orientation applied.
