@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import ClassVar
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -110,3 +111,15 @@ class Gemma4Family(mm.Family[Gemma4Params]):
             "image_position_ids": mm.Tensor(position_ids(rows, cols, p.max_patches), "int64"),
             "num_soft_tokens_per_image": mm.Tensor(np.array([n], dtype=np.int64), "int64"),
         }
+
+    @classmethod
+    def spec_from_hf(
+        cls,
+        model: mm.ModelDir | str | Path | Mapping[str, Mapping[str, Any]],
+        **options: Any,
+    ) -> dict[str, Any]:
+        """A spec for a HuggingFace model directory (``resample`` and ``token_ids`` as
+        `sglang_mm_gemma4.hf.spec_from_hf` takes them)."""
+        from .hf import spec_from_hf
+
+        return spec_from_hf(model, **options)

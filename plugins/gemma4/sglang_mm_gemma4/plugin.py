@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sglang_mm_core import plugin as mm
@@ -13,3 +14,11 @@ from .family import Gemma4Family
 def sglang_mm_families() -> list[type[mm.Family[Any]]]:
     """The families this plugin offers."""
     return [Gemma4Family]
+
+
+@mm.hookimpl
+def sglang_mm_hf_image_processors() -> Sequence[type]:
+    """The transformers drop-in (imported here: it needs transformers)."""
+    from .hf_processor import Gemma4ImageProcessorSglangMm
+
+    return [Gemma4ImageProcessorSglangMm]

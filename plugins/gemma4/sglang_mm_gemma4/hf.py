@@ -1,0 +1,209 @@
+"""``spec_from_hf`` for Gemma 4: a model directory's image processor settings (the
+``image_processor`` section of ``processor_config.json`` when it has one, as transformers
+reads it first, else ``preprocessor_config.json``) and ``config.json``'s token ids to a spec.
+The tokenizer files, when present, only cross-check those ids: ``Gemma4Processor`` expands the
+prompt with the tokenizer's ids, the model looks for ``config.json``'s. What cannot be matched
+bit for bit is refused with the reason."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sglang_mm_core import plugin as mm
+
+from .params import BOI_TOKEN_ID, EOI_TOKEN_ID, IMAGE_TOKEN_ID, Gemma4Params
+
+PROCESSORS = {"Gemma4ImageProcessor", "Gemma4ImageProcessorFast", "Gemma4ImageProcessorPil"}
+PROCESSOR_CONFIG = "processor_config.json"
+BICUBIC = 3
+# Every key of Gemma 4's image processor settings this mapping reads; any other key that is not
+# one of the core's HF_INERT_KEYS is refused (check_hf_settings), never silently dropped.
+_HANDLED = {
+    "do_resize",
+    "do_rescale",
+    "do_normalize",
+    "do_convert_rgb",
+    "resample",
+    "rescale_factor",
+    "image_mean",
+    "image_std",
+    "patch_size",
+    "max_soft_tokens",
+    "pooling_kernel_size",
+}
+# Read by nothing in HF's Gemma 4 classes (the resize is the patch budget's, not ``size``'s;
+# ``image_seq_length`` is the processor's, never used to expand an image): accepted.
+_INERT = {"image_seq_length", "size", "default_to_square", "crop_size", "pad_size"}
+# Ignored by HF's Gemma 4 classes too, but a config that switches them on asks for a crop or a
+# pad that Gemma 4 never makes: refused rather than silently dropped.
+_MUST_BE_OFF = ("do_center_crop", "do_pad")
+# (spec param, config.json key, tokenizer_config.json name of the token)
+_TOKENS = (
+    ("boi_token_id", "boi_token_id", "boi_token", BOI_TOKEN_ID),
+    ("eoi_token_id", "eoi_token_id", "eoi_token", EOI_TOKEN_ID),
+    ("image_token_id", "image_token_id", "image_token", IMAGE_TOKEN_ID),
+)
+
+
+def _get(cfg: Mapping[str, Any], key: str, default: Any) -> Any:
+    value = cfg.get(key)
+    return default if value is None else value
+
+
+def check_settings(pre: Mapping[str, Any]) -> None:
+    """Refuse, naming the key, the image processor settings Gemma 4's kernels cannot reproduce:
+    the rule of `spec_from_hf` and of the transformers drop-in's construction."""
+    for key in ("do_resize", "do_convert_rgb"):
+        if pre.get(key) is False:
+            raise mm.SpecError(f"{key}: false is not supported (Gemma 4 checkpoints set it true)")
+    if _get(pre, "resample", BICUBIC) != BICUBIC:
+        raise mm.SpecError(
+            f"resample={pre['resample']!r} is not BICUBIC (3): only the bicubic kernels are "
+            "bit-exact for this family"
+        )
+    mm.check_hf_settings(
+        pre,
+        handled=_HANDLED | set(_MUST_BE_OFF),
+        inert=_INERT,
+        must_be_off=_MUST_BE_OFF,
+        resample=BICUBIC,
+        # any factor is honoured exactly (the table is built from it): not a refusal
+        rescale_factor=_get(pre, "rescale_factor", 1 / 255),
+    )
+
+
+def image_processor_settings(files: mm.ModelDir) -> dict[str, Any]:
+    """The settings ``AutoImageProcessor.from_pretrained`` reads: ``processor_config.json``'s
+    ``image_processor`` section first, else ``preprocessor_config.json``."""
+    proc = files.get(PROCESSOR_CONFIG) or {}
+    if "image_processor" in proc:
+        section = proc["image_processor"]
+        if not isinstance(section, Mapping):
+            raise mm.SpecError(f"{PROCESSOR_CONFIG}: image_processor must be a JSON object")
+        return dict(section)
+    return files.preprocessor_config
+
+
+def _tokenizer_names(files: mm.ModelDir) -> dict[str, str]:
+    """``{"boi_token": "<...>", ...}`` as the tokenizer config names them (top level, or in
+    ``extra_special_tokens`` as a mapping); empty without one."""
+    cfg = files.get("tokenizer_config.json") or {}
+    extra = cfg.get("extra_special_tokens")
+    sources = [cfg, extra if isinstance(extra, Mapping) else {}]
+    out: dict[str, str] = {}
+    for _, _, name, _ in _TOKENS:
+        for src in sources:
+            value = src.get(name)
+            if isinstance(value, Mapping):  # an AddedToken saved as an object
+                value = value.get("content")
+            if isinstance(value, str):
+                out[name] = value
+                break
+    return out
+
+
+def _vocab_id(files: mm.ModelDir, token: str) -> int | None:
+    """``token``'s id among the tokenizer's added tokens, else in ``tokenizer.json``'s vocab."""
+    added = files.added_tokens()
+    if token in added:
+        return added[token]
+    model = (files.get("tokenizer.json") or {}).get("model")
+    vocab = model.get("vocab") if isinstance(model, Mapping) else None
+    if isinstance(vocab, Mapping):
+        ident = vocab.get(token)
+        return ident if isinstance(ident, int) and not isinstance(ident, bool) else None
+    if isinstance(vocab, list):  # Unigram: [[piece, score], ...], the id is the index
+        for i, entry in enumerate(vocab):
+            if isinstance(entry, list) and entry and entry[0] == token:
+                return i
+    return None
+
+
+def _token_ids(files: mm.ModelDir, token_ids: Mapping[str, Any]) -> dict[str, int]:
+    """The image sequence's ids: ``token_ids`` first, then ``config.json``'s (Gemma4Config's
+    defaults when it has none), each checked against the tokenizer's when it names the token."""
+    unknown = set(token_ids) - {p for p, _, _, _ in _TOKENS}
+    if unknown:
+        raise mm.SpecError(
+            f"token_ids: unknown keys {sorted(unknown)} (only {[p for p, *_ in _TOKENS]})"
+        )
+    cfg = files.config
+    names = _tokenizer_names(files)
+    out: dict[str, int] = {}
+    for param, key, name, default in _TOKENS:
+        if token_ids.get(param) is not None:
+            out[param] = int(token_ids[param])
+            continue
+        value = _get(cfg, key, default)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise mm.SpecError(f"config.json {key}={value!r} must be an integer token id")
+        token = names.get(name)
+        ident = None if token is None else _vocab_id(files, token)
+        if ident is not None and ident != value:
+            raise mm.SpecError(
+                f"config.json {key} {value} disagrees with the tokenizer's {name} {token!r} = "
+                f"{ident} (Gemma4Processor would expand the prompt with {ident})"
+            )
+        out[param] = value
+    return out
+
+
+def _vision_agrees(cfg: Mapping[str, Any], pre: Mapping[str, Any], key: str, default: int) -> int:
+    """The image processor's ``key``, refused when ``config.json``'s ``vision_config`` (what
+    the vision tower was built with) says otherwise."""
+    value = _get(pre, key, default)
+    vision = cfg.get("vision_config")
+    tower = vision.get(key) if isinstance(vision, Mapping) else None
+    if tower is not None and tower != value:
+        raise mm.SpecError(
+            f"image processor {key} {value} disagrees with config.json vision_config {key} {tower}"
+        )
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise mm.SpecError(f"image processor {key}={value!r} must be an integer")
+    return value
+
+
+def spec_from_hf(
+    model: mm.ModelDir | str | Path | Mapping[str, Mapping[str, Any]],
+    *,
+    resample: str = "pil",
+    token_ids: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A ``gemma4`` spec for a Gemma 4 model directory. ``resample`` picks the HF backend to
+    match: ``pil`` (``Gemma4ImageProcessorPil``, the default) or ``aten_u8`` (the torchvision
+    ``Gemma4ImageProcessor``); ``token_ids`` (keys ``image_token_id``, ``boi_token_id``,
+    ``eoi_token_id``) overrides ``config.json``'s ids."""
+    files = mm.ModelDir.of(model)
+    pre = image_processor_settings(files)
+    cfg = files.config
+    kind = pre.get("image_processor_type")
+    if kind not in PROCESSORS:
+        raise mm.SpecError(f"image_processor_type {kind!r} is not Gemma 4's ({sorted(PROCESSORS)})")
+    check_settings(pre)
+
+    def triple(key: str, default: float) -> Sequence[float]:
+        v = _get(pre, key, [default] * 3)
+        return [float(v)] * 3 if isinstance(v, (int, float)) else [float(x) for x in v]
+
+    try:
+        params: dict[str, Any] = {
+            "resample": resample,
+            "patch_size": _vision_agrees(cfg, pre, "patch_size", 16),
+            "max_soft_tokens": _get(pre, "max_soft_tokens", 280),
+            "pooling_kernel_size": _vision_agrees(cfg, pre, "pooling_kernel_size", 3),
+            "do_rescale": _get(pre, "do_rescale", True),
+            "rescale_factor": _get(pre, "rescale_factor", 1 / 255),
+            "do_normalize": _get(pre, "do_normalize", False),
+            "image_mean": triple("image_mean", 0.0),
+            "image_std": triple("image_std", 1.0),
+            **_token_ids(files, token_ids or {}),
+        }
+        validated = Gemma4Params.model_validate(params)
+    except (TypeError, ValueError) as e:  # pydantic's ValidationError is a ValueError
+        raise mm.SpecError(f"the configs give invalid Gemma 4 params: {e}") from e
+    return {"family": "gemma4", "params": validated.model_dump(mode="json")}
+
+
+__all__ = ["BICUBIC", "PROCESSORS", "check_settings", "spec_from_hf"]
