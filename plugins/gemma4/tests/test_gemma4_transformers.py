@@ -331,3 +331,30 @@ def test_accelerate_whole_processor() -> None:
 
 def test_the_reference_tokenizer_helper_is_the_stock_class() -> None:
     assert type(hf_pil()) is Gemma4ImageProcessorPil
+
+
+def _sha256_of(a: np.ndarray) -> str:
+    import hashlib
+
+    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+
+
+_GOLDENS = json.loads((Path(__file__).parent / "fixtures" / "aten_goldens.json").read_text())
+
+
+@pytest.mark.parametrize("case", _GOLDENS["cases"], ids=[c["id"] for c in _GOLDENS["cases"]])
+def test_torchvision_reference_replays_the_goldens(case: dict[str, Any]) -> None:
+    """``sglang_mm_resample="aten_u8"`` (what ``from_pretrained`` picks where torchvision is
+    installed) against HF's torchvision ``Gemma4ImageProcessor``, replayed from the committed
+    goldens (tests/gen_goldens.py): the drop-in's whole answer, fed a uint8 image."""
+    from _gemma4_corpus import make_input
+
+    arr = make_input(case["source"])
+    assert _sha256_of(arr) == case["input_sha256"]
+    ours = Ours(sglang_mm_resample="aten_u8", max_soft_tokens=case["max_soft_tokens"])
+    assert ours.reference == "aten_u8"
+    out = ours(Image.fromarray(arr), return_tensors="np")
+    assert list(out["pixel_values"].shape[1:]) == case["pixel_values_shape"]
+    assert list(out["num_soft_tokens_per_image"]) == case["num_soft_tokens_per_image"]
+    assert _sha256_of(out["pixel_values"][0]) == case["pixel_values_sha256"]
+    assert _sha256_of(out["image_position_ids"][0]) == case["image_position_ids_sha256"]
