@@ -22,6 +22,22 @@ SPECIAL |= {"<|image|>": 258880, "<|video|>": 258884, "<|audio|>": 258881}
 SPECIAL |= {"<boa>": 256000, "<eoa>": 258883}
 WORDS = ["\n", " ", "Describe", "Compare", "and", "here", "these"]
 
+#: Gemma4ImageProcessor's settings as a google/gemma-4-* checkpoint saves them.
+SHIPPED_PREPROCESSOR: dict[str, Any] = {
+    "image_processor_type": "Gemma4ImageProcessor",
+    "do_convert_rgb": True,
+    "do_resize": True,
+    "resample": 3,
+    "do_rescale": True,
+    "rescale_factor": 0.00392156862745098,
+    "do_normalize": False,
+    "image_mean": [0.0, 0.0, 0.0],
+    "image_std": [1.0, 1.0, 1.0],
+    "patch_size": 16,
+    "max_soft_tokens": 280,
+    "pooling_kernel_size": 3,
+}
+
 
 def tokenizer() -> PreTrainedTokenizerFast:
     vocab = {"<unk>": 3, **{w: 1000 + i for i, w in enumerate(WORDS)}, **SPECIAL}

@@ -13,27 +13,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _gemma4_refs import as_bits, hf_pil, noise, tokenizer
+from _gemma4_refs import SHIPPED_PREPROCESSOR, as_bits, hf_pil, noise, tokenizer
 from sglang_mm_gemma4 import Gemma4Family
 
 import sglang_mm_core as mm
 from sglang_mm_core.plugin import ModelDir
 
 # The image processor settings as Gemma4ImageProcessor saves them.
-PRE: dict[str, Any] = {
-    "image_processor_type": "Gemma4ImageProcessor",
-    "do_convert_rgb": True,
-    "do_resize": True,
-    "resample": 3,
-    "do_rescale": True,
-    "rescale_factor": 0.00392156862745098,
-    "do_normalize": False,
-    "image_mean": [0.0, 0.0, 0.0],
-    "image_std": [1.0, 1.0, 1.0],
-    "patch_size": 16,
-    "max_soft_tokens": 280,
-    "pooling_kernel_size": 3,
-}
+PRE: dict[str, Any] = dict(SHIPPED_PREPROCESSOR)
 CONFIG: dict[str, Any] = {
     "model_type": "gemma4",
     "boi_token_id": 255999,

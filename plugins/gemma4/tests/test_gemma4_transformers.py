@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 import skimage.data
-from _gemma4_refs import hf_pil, noise, processor
+from _gemma4_refs import SHIPPED_PREPROCESSOR, hf_pil, noise, processor
 from PIL import Image
 from sglang_mm_gemma4 import SUPPORTED_SOFT_TOKENS
 from sglang_mm_gemma4.hf_processor import Gemma4ImageProcessorSglangMm as Ours
@@ -36,21 +36,7 @@ from sglang_mm_core.conformance.images import generated_image
 from sglang_mm_core.errors import KernelArgumentError, SpecError, UnsupportedModalityError
 
 # Gemma4ImageProcessor's settings as saved in a google/gemma-4-* checkpoint.
-SHIPPED: dict[str, Any] = {
-    "image_processor_type": "Gemma4ImageProcessor",
-    "do_convert_rgb": True,
-    "do_resize": True,
-    "resample": 3,
-    "do_rescale": True,
-    "rescale_factor": 0.00392156862745098,
-    "do_normalize": False,
-    "image_mean": [0.0, 0.0, 0.0],
-    "image_std": [1.0, 1.0, 1.0],
-    "patch_size": 16,
-    "max_soft_tokens": 280,
-    "pooling_kernel_size": 3,
-    "image_seq_length": 280,
-}
+SHIPPED: dict[str, Any] = {**SHIPPED_PREPROCESSOR, "image_seq_length": 280}
 CONFIG = {k: v for k, v in SHIPPED.items() if k != "image_processor_type"}
 PHOTOS = ["astronaut", "chelsea", "coffee", "rocket"]
 
