@@ -31,7 +31,10 @@ form and the item itself from those two answers. The modules behind these names 
   `CLIP_STD`, `IMAGENET_STANDARD_MEAN` / `IMAGENET_STANDARD_STD`, `DEFAULT_MAX_PIXELS` /
   `DEFAULT_MAX_SIDE`, and `as_rgb` (the RGB uint8 check);
 - for ``spec_from_hf``: `ModelDir` (a model directory's JSON files), `check_hf_settings`
-  and `HF_INERT_KEYS`.
+  and `HF_INERT_KEYS`;
+- text a family writes inside an item (a video's timestamps) in the model's own tokens:
+  `load_tokenizer` (a `TextTokenizer` of a ``tokenizer.json``), `tokenizer_file`,
+  `TOKENIZER_FILE`, and `TokenizerPath`, the params field type that loads it at spec time.
 
 The model-agnostic kernels themselves (decode, resize, hash) are in `sglang_mm_core.common`."""
 
@@ -64,6 +67,7 @@ from ._plan import Placeholder, Plan
 from ._positions import MRope, Rope1D, mrope_positions
 from ._registry import hookimpl
 from ._threads import available_cores, resolve_threads
+from ._tokenizer import TOKENIZER_FILE, TextTokenizer, TokenizerPath, load_tokenizer, tokenizer_file
 from ._video import VideoHeader
 from ._video_items import VideoOptions, VideoPlan, unsupported_option
 from .common import (
@@ -96,6 +100,7 @@ __all__ = [
     "HF_INERT_KEYS",
     "IMAGENET_STANDARD_MEAN",
     "IMAGENET_STANDARD_STD",
+    "TOKENIZER_FILE",
     "Arithmetic",
     "Backend",
     "ChannelMean",
@@ -134,7 +139,9 @@ __all__ = [
     "SpecError",
     "Table",
     "Tensor",
+    "TextTokenizer",
     "Tiles",
+    "TokenizerPath",
     "UnsupportedModalityError",
     "VideoHeader",
     "VideoOptions",
@@ -146,7 +153,9 @@ __all__ = [
     "check_hf_settings",
     "hf_backend",
     "hookimpl",
+    "load_tokenizer",
     "mrope_positions",
     "resolve_threads",
+    "tokenizer_file",
     "unsupported_option",
 ]

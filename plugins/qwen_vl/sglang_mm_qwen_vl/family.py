@@ -19,7 +19,6 @@ from sglang_mm_core import plugin as mm
 
 from .params import QwenVLParams
 from .sizes import smart_resize
-from .timestamps import load_tokenizer
 from .video_plan import plan_video
 
 
@@ -38,7 +37,7 @@ class QwenVLFamily(mm.Family[QwenVLParams]):
         super().__init__(params)
         path = self.params.tokenizer
         #: Qwen3-VL's timestamp tokenizer (loaded once per path; None without the param).
-        self.timestamp_tokenizer = load_tokenizer(path) if path is not None else None
+        self.timestamp_tokenizer = mm.load_tokenizer(path) if path is not None else None
 
     def plan(self, width: int, height: int) -> mm.Plan:
         """`smart_resize`'s size, its unmerged patch grid ``(1, gh, gw)``, and one image token

@@ -11,10 +11,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sglang_mm_core.plugin import CLIP_MEAN, CLIP_STD, ModelDir, SpecError, check_hf_settings
+from sglang_mm_core.plugin import (
+    CLIP_MEAN,
+    CLIP_STD,
+    TOKENIZER_FILE,
+    ModelDir,
+    SpecError,
+    check_hf_settings,
+)
 
 from .params import QwenVLParams
-from .timestamps import TOKENIZER_FILE
 
 PREPROCESSOR_CONFIG = "preprocessor_config.json"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from sglang_mm_core.plugin import (
     CLIP_MEAN,
@@ -15,6 +15,7 @@ from sglang_mm_core.plugin import (
     ChannelMean,
     ChannelStd,
     FamilyParams,
+    TokenizerPath,
 )
 
 # Pixel counts are compared as doubles by the reference, so they must be exact doubles.
@@ -90,27 +91,10 @@ class QwenVLParams(FamilyParams):
             "around it (transformers >= 5.10) or replaces them (transformers < 5.10)."
         ),
     )
-    tokenizer: str | None = Field(
+    tokenizer: TokenizerPath | None = Field(
         None,
-        min_length=1,
         description="The model's tokenizer.json (or its directory): Qwen3-VL video timestamps.",
     )
-
-    @field_validator("tokenizer")
-    @classmethod
-    def _tokenizer_loads(cls, value: str | None) -> str | None:
-        """The file must be a tokenizer.json the ``tokenizers`` package reads (it is loaded
-        here, once per path, so a bad one fails the spec, not a request)."""
-        if value is not None:
-            from sglang_mm_core.plugin import SpecError
-
-            from .timestamps import load_tokenizer
-
-            try:
-                load_tokenizer(value)
-            except SpecError as e:
-                raise ValueError(str(e).removeprefix("params.tokenizer: ")) from None
-        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> QwenVLParams:

@@ -7,7 +7,8 @@ model's own tokenizer (docs/families/qwen_vl.md, "Video").
   each ``index / fps`` in doubles, then per group the mean of its first and last;
 - `timestamp_text` is its format, ``f"<{t:.1f} seconds>"`` (Python's correctly rounded
   decimal of the double, so a tie such as 0.25 goes to even: "0.2");
-- `load_tokenizer` reads a ``tokenizer.json`` with the ``tokenizers`` package, once per path.
+- the ids of that text come from the model's ``tokenizer.json`` through the core's
+  `sglang_mm_core.plugin.load_tokenizer`.
 
 Each timestamp is tokenized on its own. transformers tokenizes the whole expanded text instead,
 but in its 5.23 expansion (``video_markers: "keep"``) every timestamp sits between two special
@@ -19,17 +20,8 @@ after other text (``Video 1: `` then ``<``: HF's ``" <"`` is one token, here two
 
 from __future__ import annotations
 
-import functools
-import os
-import threading
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
-from sglang_mm_core.plugin import SpecError
-
-#: The file a model directory keeps its tokenizer in.
-TOKENIZER_FILE = "tokenizer.json"
 #: transformers' fallback when the video's rate is unknown.
 FALLBACK_FPS = 24.0
 
@@ -53,72 +45,4 @@ def timestamp_text(seconds: float) -> str:
     return f"<{seconds:.1f} seconds>"
 
 
-class TimestampTokenizer:
-    """A model's tokenizer, read from its ``tokenizer.json`` with the ``tokenizers`` package,
-    for the timestamp texts: `ids` tokenizes one text on its own (no special tokens added),
-    remembering the texts it has seen (a video's timestamps repeat across requests)."""
-
-    def __init__(self, path: Path) -> None:
-        try:
-            from tokenizers import Tokenizer
-        except ImportError as e:  # a dependency of the plugin, so only a broken install
-            raise SpecError(
-                "Qwen3-VL video timestamps need the 'tokenizers' package (pip install tokenizers)"
-            ) from e
-        try:
-            self._tokenizer: Any = Tokenizer.from_file(str(path))
-        except Exception as e:
-            raise SpecError(f"tokenizer {str(path)!r} is not a tokenizer.json: {e}") from None
-        self.path = path
-        self._cache: dict[str, tuple[int, ...]] = {}
-        self._lock = threading.Lock()
-
-    def ids(self, text: str) -> tuple[int, ...]:
-        """The token ids of ``text`` alone."""
-        got = self._cache.get(text)
-        if got is None:
-            got = tuple(self._tokenizer.encode(text, add_special_tokens=False).ids)
-            with self._lock:
-                if len(self._cache) < 65536:
-                    self._cache[text] = got
-        return got
-
-    def __repr__(self) -> str:
-        return f"TimestampTokenizer({str(self.path)!r})"
-
-
-def tokenizer_file(path: str | os.PathLike[str]) -> Path:
-    """The ``tokenizer.json`` a ``tokenizer`` param names: the file, or a directory holding
-    one; a `SpecError` naming the param when there is none."""
-    p = Path(path).expanduser()
-    if p.is_dir():
-        p = p / TOKENIZER_FILE
-    if not p.is_file():
-        raise SpecError(
-            f"params.tokenizer: {str(path)!r} is neither a tokenizer.json nor a "
-            f"directory holding one"
-        )
-    return p.resolve()
-
-
-@functools.lru_cache(maxsize=16)
-def _load(resolved: Path) -> TimestampTokenizer:
-    return TimestampTokenizer(resolved)
-
-
-def load_tokenizer(path: str | os.PathLike[str]) -> TimestampTokenizer:
-    """The tokenizer of ``path`` (a ``tokenizer.json`` or its directory), loaded once per
-    resolved path and shared by every family instance naming it. A file changed on disk is not
-    read again: restart, or name another path."""
-    return _load(tokenizer_file(path))
-
-
-__all__ = [
-    "FALLBACK_FPS",
-    "TOKENIZER_FILE",
-    "TimestampTokenizer",
-    "load_tokenizer",
-    "timestamp_seconds",
-    "timestamp_text",
-    "tokenizer_file",
-]
+__all__ = ["FALLBACK_FPS", "timestamp_seconds", "timestamp_text"]

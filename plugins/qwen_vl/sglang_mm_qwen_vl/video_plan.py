@@ -22,7 +22,7 @@ import numpy as np
 from sglang_mm_core import plugin as mm
 
 from .params import QwenVLParams
-from .timestamps import FALLBACK_FPS, TimestampTokenizer, timestamp_seconds, timestamp_text
+from .timestamps import FALLBACK_FPS, timestamp_seconds, timestamp_text
 from .video_sampling import (
     Generation,
     hf_frame_indices,
@@ -39,7 +39,7 @@ def plan_video(
     p: QwenVLParams,
     video: mm.VideoHeader,
     options: mm.VideoOptions,
-    tokenizer: TimestampTokenizer | None = None,
+    tokenizer: mm.TextTokenizer | None = None,
 ) -> mm.VideoPlan:
     """The `VideoPlan` of ``video`` (its ``frames`` known) under ``p`` and ``options``;
     ``tokenizer`` tokenizes Qwen3-VL's timestamps (required for ``generation`` qwen3_vl)."""
@@ -78,7 +78,7 @@ def plan_video(
 
 
 def timestamped_tokens(
-    p: QwenVLParams, seconds: list[float], per_group: int, tokenizer: TimestampTokenizer
+    p: QwenVLParams, seconds: list[float], per_group: int, tokenizer: mm.TextTokenizer
 ) -> mm.Explicit:
     """What a Qwen3-VL video's ``<|video_pad|>`` becomes (transformers 5.23's
     ``Qwen3VLProcessor.replace_video_token``): per temporal group its timestamp's ids, then

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 from sglang_mm_qwen_vl import QWEN3_5, QWEN3_VL, QwenVLFamily, spec_from_hf
-from sglang_mm_qwen_vl.timestamps import load_tokenizer, timestamp_seconds, timestamp_text
+from sglang_mm_qwen_vl.timestamps import timestamp_seconds, timestamp_text
 
 from sglang_mm_core import MmInput, load_spec, pipeline_from_spec
 from sglang_mm_core.conformance.video import make_clip
@@ -27,6 +27,7 @@ from sglang_mm_core.errors import (
     SpecError,
     UnsupportedModalityError,
 )
+from sglang_mm_core.plugin import load_tokenizer
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GOLDENS = json.loads((FIXTURES / "video_qwen3_goldens.json").read_text())
@@ -286,8 +287,8 @@ def test_replace_markers_equals_transformers_4(case: dict[str, Any]) -> None:
     got = out.input_ids.tolist()
     want = case["input_ids"]
     if joined(case):
-        tok = load_tokenizer(Path(__file__).parent / case["tokenizer"])._tokenizer
-        space, lt, space_lt = (tok.token_to_id(t) for t in ("Ġ", "<", "Ġ<"))
+        tok = load_tokenizer(Path(__file__).parent / case["tokenizer"])
+        space, lt, space_lt = (tok.token_id(t) for t in ("Ġ", "<", "Ġ<"))
         merged, k = [], 0
         while k < len(got):
             if got[k : k + 2] == [space, lt]:
