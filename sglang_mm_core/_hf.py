@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .errors import SpecError
 
 PREPROCESSOR_CONFIG = "preprocessor_config.json"
 MODEL_CONFIG = "config.json"
+PROCESSOR_CONFIG = "processor_config.json"
+VIDEO_PREPROCESSOR_CONFIG = "video_preprocessor_config.json"
 
 
 def _read_json_object(path: Path) -> dict[str, Any]:
@@ -93,6 +95,27 @@ class ModelDir:
     @property
     def config(self) -> dict[str, Any]:
         return self.require(MODEL_CONFIG)
+
+    def processor_settings(self, kind: Literal["image", "video"]) -> tuple[str, dict[str, Any]]:
+        """``(where, settings)``: the image or video processor settings transformers'
+        ``AutoImageProcessor`` / ``AutoVideoProcessor`` read for this directory, and where they
+        came from. Images: ``processor_config.json``'s ``image_processor`` section, else
+        ``preprocessor_config.json``. Videos: ``processor_config.json``'s ``video_processor``
+        section, else ``video_preprocessor_config.json``, else ``preprocessor_config.json``
+        (older checkpoints share the image processor's file with their videos). A `SpecError`
+        when none is there, or when the section is not a JSON object."""
+        section = f"{kind}_processor"
+        nested = self.get(PROCESSOR_CONFIG)
+        if nested is not None and section in nested:
+            found = nested[section]
+            if not isinstance(found, dict):
+                raise SpecError(f"{PROCESSOR_CONFIG}: {section} must be a JSON object")
+            return f"{PROCESSOR_CONFIG} {section}", found
+        if kind == "video":
+            alone = self.get(VIDEO_PREPROCESSOR_CONFIG)
+            if alone is not None:
+                return VIDEO_PREPROCESSOR_CONFIG, alone
+        return PREPROCESSOR_CONFIG, self.preprocessor_config
 
     def added_tokens(self) -> dict[str, int]:
         """``{content: id}`` of the tokenizer's added (special) tokens: ``tokenizer.json``'s
@@ -199,6 +222,8 @@ __all__ = [
     "MODEL_CONFIG",
     "PIL_RESAMPLE_NAMES",
     "PREPROCESSOR_CONFIG",
+    "PROCESSOR_CONFIG",
+    "VIDEO_PREPROCESSOR_CONFIG",
     "ModelDir",
     "check_hf_settings",
 ]

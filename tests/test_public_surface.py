@@ -233,3 +233,42 @@ def test_model_dir(tmp_path: Path) -> None:
     assert plugin.ModelDir.of(parsed) is parsed
     with pytest.raises(plugin.SpecError, match="not int"):
         plugin.ModelDir.of(3)  # type: ignore[arg-type]
+
+
+def test_model_dir_processor_settings_in_transformers_order() -> None:
+    """AutoImageProcessor / AutoVideoProcessor's lookup: processor_config.json's section first,
+    then (videos) video_preprocessor_config.json, then preprocessor_config.json."""
+    pre = {"image_processor_type": "X", "size": 1}
+    vpre = {"video_processor_type": "V", "size": 2}
+    nested = {"image_processor": {"size": 3}, "video_processor": {"size": 4}}
+    both = plugin.ModelDir(
+        {
+            "preprocessor_config.json": pre,
+            "video_preprocessor_config.json": vpre,
+            "processor_config.json": nested,
+        }
+    )
+    assert both.processor_settings("image") == (
+        "processor_config.json image_processor",
+        {"size": 3},
+    )
+    assert both.processor_settings("video") == (
+        "processor_config.json video_processor",
+        {"size": 4},
+    )
+    files = plugin.ModelDir(
+        {
+            "preprocessor_config.json": pre,
+            "video_preprocessor_config.json": vpre,
+            "processor_config.json": {"image_seq_length": 1},
+        }
+    )
+    assert files.processor_settings("image") == ("preprocessor_config.json", pre)
+    assert files.processor_settings("video") == ("video_preprocessor_config.json", vpre)
+    shared = plugin.ModelDir({"preprocessor_config.json": pre})
+    assert shared.processor_settings("video") == ("preprocessor_config.json", pre)
+    with pytest.raises(plugin.SpecError, match=r"preprocessor_config\.json not found"):
+        plugin.ModelDir({"config.json": {}}).processor_settings("image")
+    bad = plugin.ModelDir({"processor_config.json": {"video_processor": [1]}})
+    with pytest.raises(plugin.SpecError, match="video_processor must be a JSON object"):
+        bad.processor_settings("video")

@@ -89,11 +89,6 @@ def _check_settings(pre: Mapping[str, Any]) -> None:
     for key in ("do_resize", "do_rescale", "do_normalize", "do_convert_rgb"):
         if pre.get(key) is False:
             raise mm.SpecError(f"{key}: false is not supported (Gemma 3 checkpoints set it true)")
-    if _get(pre, "resample", BILINEAR) != BILINEAR:
-        raise mm.SpecError(
-            f"resample={pre['resample']!r} is not BILINEAR (2): only the bilinear kernels are "
-            "bit-exact for this family"
-        )
     mm.check_hf_settings(
         pre,
         handled=_HANDLED,

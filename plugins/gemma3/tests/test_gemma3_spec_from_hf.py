@@ -99,7 +99,7 @@ def test_token_ids_override_and_fill_in_without_a_tokenizer() -> None:
 @pytest.mark.parametrize(
     ("change", "words"),
     [
-        ({"resample": 3}, "not BILINEAR"),
+        ({"resample": 3}, r"resample=3 \(bicubic\) is not supported \(only 2, bilinear\)"),
         ({"image_processor_type": "SiglipImageProcessor"}, "not Gemma 3's"),
         ({"do_rescale": False}, "do_rescale"),
         ({"size": {"height": 896, "width": 448}}, "square"),

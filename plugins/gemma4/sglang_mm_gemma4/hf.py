@@ -16,7 +16,6 @@ from sglang_mm_core import plugin as mm
 from .params import BOI_TOKEN_ID, EOI_TOKEN_ID, IMAGE_TOKEN_ID, Gemma4Params
 
 PROCESSORS = {"Gemma4ImageProcessor", "Gemma4ImageProcessorFast", "Gemma4ImageProcessorPil"}
-PROCESSOR_CONFIG = "processor_config.json"
 BICUBIC = 3
 # Every key of Gemma 4's image processor settings this mapping reads; any other key that is not
 # one of the core's HF_INERT_KEYS is refused (check_hf_settings), never silently dropped.
@@ -58,11 +57,6 @@ def check_settings(pre: Mapping[str, Any]) -> None:
     for key in ("do_resize", "do_convert_rgb"):
         if pre.get(key) is False:
             raise mm.SpecError(f"{key}: false is not supported (Gemma 4 checkpoints set it true)")
-    if _get(pre, "resample", BICUBIC) != BICUBIC:
-        raise mm.SpecError(
-            f"resample={pre['resample']!r} is not BICUBIC (3): only the bicubic kernels are "
-            "bit-exact for this family"
-        )
     mm.check_hf_settings(
         pre,
         handled=_HANDLED | set(_MUST_BE_OFF),
@@ -72,18 +66,6 @@ def check_settings(pre: Mapping[str, Any]) -> None:
         # any factor is honoured exactly (the table is built from it): not a refusal
         rescale_factor=_get(pre, "rescale_factor", 1 / 255),
     )
-
-
-def image_processor_settings(files: mm.ModelDir) -> dict[str, Any]:
-    """The settings ``AutoImageProcessor.from_pretrained`` reads: ``processor_config.json``'s
-    ``image_processor`` section first, else ``preprocessor_config.json``."""
-    proc = files.get(PROCESSOR_CONFIG) or {}
-    if "image_processor" in proc:
-        section = proc["image_processor"]
-        if not isinstance(section, Mapping):
-            raise mm.SpecError(f"{PROCESSOR_CONFIG}: image_processor must be a JSON object")
-        return dict(section)
-    return files.preprocessor_config
 
 
 def _tokenizer_names(files: mm.ModelDir) -> dict[str, str]:
@@ -176,7 +158,7 @@ def spec_from_hf(
     ``Gemma4ImageProcessor``); ``token_ids`` (keys ``image_token_id``, ``boi_token_id``,
     ``eoi_token_id``) overrides ``config.json``'s ids."""
     files = mm.ModelDir.of(model)
-    pre = image_processor_settings(files)
+    _, pre = files.processor_settings("image")
     cfg = files.config
     kind = pre.get("image_processor_type")
     if kind not in PROCESSORS:

@@ -124,7 +124,7 @@ def test_resample_picks_the_backend_and_token_ids_override() -> None:
 @pytest.mark.parametrize(
     ("change", "words"),
     [
-        ({"resample": 2}, "not BICUBIC"),
+        ({"resample": 2}, r"resample=2 \(bilinear\) is not supported \(only 3, bicubic\)"),
         ({"resample": 1}, "resample=1"),
         ({"image_processor_type": "SiglipImageProcessor"}, "not Gemma 4's"),
         ({"image_processor_type": ...}, "image_processor_type None"),

@@ -200,21 +200,6 @@ _VIDEO_HANDLED = {
 _MAX_VIDEO_TOKENS = 128000  # what the plugin's cap_pixels_per_frame budgets
 
 
-def video_processor_settings(files: ModelDir) -> tuple[str, dict[str, Any]]:
-    """The settings transformers' ``AutoVideoProcessor`` reads for this directory, and where
-    from: ``processor_config.json``'s ``video_processor``, else
-    ``video_preprocessor_config.json``, else ``preprocessor_config.json`` (its image
-    processor's, which older Qwen2-VL checkpoints share with their videos)."""
-    nested = files.get("processor_config.json")
-    if nested is not None and isinstance(nested.get("video_processor"), dict):
-        return "processor_config.json video_processor", nested["video_processor"]
-    for name in ("video_preprocessor_config.json", PREPROCESSOR_CONFIG):
-        found = files.get(name)
-        if found is not None:
-            return name, found
-    return PREPROCESSOR_CONFIG, files.preprocessor_config
-
-
 def _video_sampling(
     generation: str, where: str, vp: Mapping[str, Any], image: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -283,7 +268,7 @@ def _video(
 ) -> dict[str, Any]:
     """The video params: what config.json states (the generation, the video token, Qwen2.5-VL's
     tokens per second), the video processor's sampling and pixel settings (as transformers
-    finds them, `video_processor_settings`), and for Qwen3-VL / Qwen3.5 the directory's
+    finds them, `ModelDir.processor_settings`), and for Qwen3-VL / Qwen3.5 the directory's
     ``tokenizer.json`` (the timestamps' tokenizer)."""
     generation = _GENERATION[model_type]
     out: dict[str, Any] = {"generation": generation}
@@ -294,7 +279,7 @@ def _video(
     tps = _sub(config, "vision_config").get("tokens_per_second")
     if generation == "qwen2_5_vl" and tps is not None:
         out["tokens_per_second"] = tps
-    where, vp = video_processor_settings(files)
+    where, vp = files.processor_settings("video")
     out |= _video_sampling(generation, where, vp, image)
     if generation == "qwen3_vl":
         if files.root is not None and TOKENIZER_FILE in files:
