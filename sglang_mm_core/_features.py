@@ -448,7 +448,9 @@ class PatchVectors(Writer):
     ``pad_to`` patches: ``[pad_to or rows * cols, ps * ps * 3]`` (Gemma 4's pre-patchified
     ``pixel_values``). The padding is the value 0.0 (not the table's value of a sample); the
     kernel writes the image's patches as `HwcPatches` does, and the rows after them are
-    zeros. A plan with more patches than ``pad_to`` is a `KernelArgumentError`."""
+    zeros. A plan with more patches than ``pad_to`` is a `KernelArgumentError`. A video is
+    its frames so laid out one after the other: ``[frames, pad_to, ps * ps * 3]`` (Gemma 4's
+    ``pixel_values_videos``)."""
 
     patch_size: int
     pad_to: int | None = None
@@ -501,6 +503,70 @@ class PatchVectors(Writer):
 
     def native(self) -> dict[str, int]:
         return {"patch_size": self.patch_size}
+
+    def video(
+        self, frames: Sequence[npt.NDArray[np.uint8]], plan: Plan, table: Table
+    ) -> CompactTensor:
+        """A video as Gemma 4's ``pixel_values_videos``: ``[frames, pad_to, ps * ps * 3]``,
+        each sampled frame's patches as one image's (the same padding), frames in order."""
+        if not frames:
+            raise KernelArgumentError("a video needs at least one frame")
+        rows, width = self.shape(plan)
+        n, area = self.patches(plan), self.patch_size**2
+        view = np.zeros((len(frames), rows, 1, area, 3), dtype=np.uint8)
+        for k, codes in enumerate(frames):
+            view[k, :n] = codes.reshape(n, 1, area, 3)
+        padded = rows > n
+        return CompactTensor(
+            codes=view,
+            luts=table.values,
+            dtype=table.dtype,
+            shape=(len(frames), rows, width),
+            channel_axis=4,
+            repeat_axis=2,
+            repeats=1,
+            pad=np.zeros(3, dtype=table.values.dtype) if padded else None,
+            pad_rules=((1, 3, n * area),) if padded else (),
+        )
+
+    def video_bytes(self, plan: Plan, table: Table, frames: int) -> int:
+        rows, width = self.shape(plan)
+        return frames * rows * width * table.values.dtype.itemsize
+
+    def video_sink(self, plan: Plan, table: Table, frames: int) -> VideoSink:
+        """`video`'s layout, each frame's codes looked up into its slot as it arrives."""
+        if frames < 1:
+            raise KernelArgumentError("a video needs at least one frame")
+        rows, width = self.shape(plan)
+        return _PatchVectorsVideo(table, frames, rows, width, self.patches(plan))
+
+
+class _PatchVectorsVideo(VideoSink):
+    """`PatchVectors.video` expanded in place: ``[frames, rows, ps * ps * 3]`` values, zeros
+    past each frame's ``n`` patches."""
+
+    def __init__(self, table: Table, frames: int, rows: int, width: int, n: int) -> None:
+        self.table, self.frames, self.n = table, frames, n
+        self.luts = np.ascontiguousarray(table.values)
+        self.values = np.zeros((frames, rows, width), dtype=self.luts.dtype)
+        self.filled = np.zeros(frames, dtype=bool)
+
+    def put(self, position: int, codes: npt.NDArray[np.uint8]) -> None:
+        if not 0 <= position < self.frames:
+            raise KernelArgumentError(f"frame position {position} outside 0..{self.frames - 1}")
+        # Channels last: each sample is a row of 3 channels, so the channel-major slot writer
+        # with one pixel per channel and one slot writes it in order.
+        pixels = self.n * self.values.shape[2] // 3
+        frame = np.ascontiguousarray(codes).reshape(pixels, 3, 1)
+        dst = self.values[position, : self.n].reshape(pixels, 3, 1, 1)
+        _native.lut_into_slot(frame, self.luts, dst, 0)
+        self.filled[position] = True
+
+    def finish(self) -> Tensor:
+        if not self.filled.all():
+            missing = int(np.flatnonzero(~self.filled)[0])
+            raise KernelArgumentError(f"frame position {missing} of the video was never written")
+        return Tensor(self.values, self.table.dtype)
 
 
 def _compact(

@@ -54,3 +54,45 @@ def test_patches_then_zero_rows(pad_to: int | None, dtype: str) -> None:
 def test_more_patches_than_pad_to_is_refused() -> None:
     with pytest.raises(KernelArgumentError, match="more than pad_to = 19"):
         PatchVectors(4, pad_to=19).shape(_plan(20, 16))
+
+
+@pytest.mark.parametrize("pad_to", [None, 20, 50])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_a_video_is_its_frames_one_after_the_other(pad_to: int | None, dtype: str) -> None:
+    """Frames laid out as images are, ``[frames, pad_to, 48]``, both from the sink (frames
+    put in any order, one twice) and from the compact form."""
+    f = _features(pad_to, dtype)
+    assert f.table is not None
+    rng = np.random.default_rng(5)
+    images = [rng.integers(0, 256, (16, 20, 3), dtype=np.uint8) for _ in range(3)]
+    plan = _plan(20, 16)
+    want = np.stack([_reference(im, f, pad_to) for im in images])
+    codes = [f.compose(im, plan.parts, codes=True) for im in images]
+    sink = f.writer.video_sink(plan, f.table, 3)
+    assert sink is not None
+    for k in (2, 0, 1, 2):
+        sink.put(k, codes[k])
+    full = sink.finish()
+    assert full.dtype == f.dtype and full.array.shape == want.shape
+    np.testing.assert_array_equal(full.array, want)
+    assert f.writer.video_bytes(plan, f.table, 3) == full.array.nbytes
+    compact = f.writer.video(codes, plan, f.table)
+    np.testing.assert_array_equal(compact.expand().array, want)
+
+
+def test_a_video_sink_refuses_missing_and_stray_frames() -> None:
+    f = _features(20)
+    assert f.table is not None
+    plan = _plan(20, 16)
+    sink = f.writer.video_sink(plan, f.table, 2)
+    assert sink is not None
+    image = np.zeros((16, 20, 3), dtype=np.uint8)
+    with pytest.raises(KernelArgumentError, match=r"outside 0\.\.1"):
+        sink.put(2, f.compose(image, plan.parts, codes=True))
+    sink.put(0, f.compose(image, plan.parts, codes=True))
+    with pytest.raises(KernelArgumentError, match="position 1 of the video was never written"):
+        sink.finish()
+    with pytest.raises(KernelArgumentError, match="at least one frame"):
+        f.writer.video([], plan, f.table)
+    with pytest.raises(KernelArgumentError, match="at least one frame"):
+        f.writer.video_sink(plan, f.table, 0)
