@@ -7,8 +7,14 @@ counts) end to end for a 1080p and a 12-megapixel JPEG:
   2. `resample: "aten_u8"` vs HF's torchvision backend (`Gemma4ImageProcessor`) on the CPU,
      torch on one thread, when torch is importable (target >= 2x).
 
-Both comparisons first assert that the two sides give the same bits. Run:
-.venv/bin/python bench/bench_gemma4.py [--quick] [--tokens N]   (needs the gemma4 plugin,
+  3. a video (40 frames of 1280x720 at 25 fps, made with PyAV's libx264; the default 32
+     frames sampled, 70 soft tokens each), `Pipeline.process` of its bytes (threads=0) vs
+     HF's `load_video(backend="pyav")` (its sampling) and `Gemma4VideoProcessor` (torchvision,
+     torch on one thread), with PyAV's decode-only time of the same frames, when torch is
+     importable (`--video`).
+
+Every comparison first asserts that the two sides give the same bits. Run:
+.venv/bin/python bench/bench_gemma4.py [--quick] [--tokens N] [--video]   (needs the gemma4 plugin,
 transformers, Pillow and scikit-image; torch optional: from a torch venv that sees this one's
 site-packages, add the sources that its development-mode .pth files name,
 ``PYTHONPATH=.:plugins/gemma4``)."""
@@ -116,7 +122,69 @@ def torch_compare(name: str, data: bytes, repeat: int) -> None:
     )
 
 
+def video_compare(repeat: int) -> None:
+    """A 40-frame 720p clip: ours from its bytes against HF's reader and video processor."""
+    try:
+        import torch
+        from transformers import Gemma4VideoProcessor
+        from transformers.video_utils import load_video
+    except ImportError:
+        print("video: skipped (torch is not installed here)")
+        return
+    import tempfile
+    from pathlib import Path
+
+    import av
+
+    from sglang_mm_core.conformance.video import make_clip
+
+    torch.set_num_threads(1)
+    data = make_clip("libx264", 1280, 720, 40)
+    ref = Gemma4VideoProcessor()
+    tok = Path(__file__).resolve().parents[1] / "plugins/gemma4/tests/fixtures/gemma4_tokenizer"
+    params = {"resample": "aten_u8", "tokenizer": str(tok)}
+    with (
+        tempfile.TemporaryDirectory() as d,
+        pipeline_from_spec({"family": "gemma4", "params": params, "threads": 0}) as p,
+    ):
+        path = Path(d) / "clip.mp4"
+        path.write_bytes(data)
+        req = MmInput(input_ids=[2, 258884, 7], videos=[data])
+
+        def hf() -> Any:
+            frames, meta = load_video(str(path), backend="pyav", sample_indices_fn=sampler)
+            return ref(
+                videos=[frames], video_metadata=[meta], do_sample_frames=False, return_tensors="pt"
+            )
+
+        def sampler(metadata: Any, **kw: Any) -> Any:
+            return ref.sample_frames(metadata, num_frames=32)
+
+        wanted = {i * 40 // 32 for i in range(32)}  # default_sample_indices_fn's
+
+        def decode() -> None:
+            with av.open(str(path)) as c:
+                c.streams.video[0].thread_type = "AUTO"
+                for i, frame in enumerate(c.decode(video=0)):
+                    if i in wanted:
+                        frame.to_ndarray(format="rgb24")
+
+        got = p.process(req).items[0]
+        want = hf()["pixel_values_videos"].numpy()
+        np.testing.assert_array_equal(got.feature.array.view(np.uint32), want.view(np.uint32))
+        t = interleaved({"hf": hf, "decode": decode, "ours": lambda: p.process(req)}, repeat)
+    print(
+        f"video 32 of 40 frames 1280x720: HF load_video(pyav) + Gemma4VideoProcessor (torch "
+        f"threads=1) {t['hf']:8.1f} ms; PyAV decode only {t['decode']:7.1f} ms; sglang-mm "
+        f"threads=0 {t['ours']:7.1f} ms -> {t['hf'] / t['ours']:4.1f}x HF, "
+        f"{t['ours'] / t['decode']:4.2f}x decode-only"
+    )
+
+
 def main() -> None:
+    if "--video" in sys.argv:
+        video_compare(3 if QUICK else 7)
+        return
     r = 3 if QUICK else 9
     hd = mosaic((1920, 1080), 2, 2, first=1)
     mp12 = mosaic((4032, 3024), 4, 2)

@@ -4,11 +4,14 @@ whose sides are multiples of ``pooling_kernel_size * patch_size`` (48) within a 
 cut into 16x16 patches, each one vector with the channels last; the patches are zero-padded to
 the budget, with their ``(x, y)`` positions (-1 on the padding). Its placeholder ``<|image|>``
 becomes ``<boi>`` + ``<|image|>`` x soft tokens + ``<eoi>``. The pixels are a composition of
-the core's kernels: bicubic resize, HF's rescale table, the `PatchVectors` writer."""
+the core's kernels: bicubic resize, HF's rescale table, the `PatchVectors` writer.
+
+Videos (`video.py`) are sampled frames, each laid out as an image under the video processor's
+own budget (70 soft tokens) and table, always by the torchvision backend's arithmetic (HF has
+no PIL video processor), behind an ``mm:ss`` timestamp in the prompt."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -18,51 +21,36 @@ import numpy.typing as npt
 
 from sglang_mm_core import plugin as mm
 
+from .geometry import aspect_ratio_preserving_size, position_ids
 from .params import Gemma4Params
-
-
-def aspect_ratio_preserving_size(
-    height: int, width: int, patch_size: int, max_patches: int, pooling_kernel_size: int
-) -> tuple[int, int]:
-    """HF's ``get_aspect_ratio_preserving_size``: the resized ``(H, W)``, with its float
-    arithmetic, its edge cases (a side that floors to 0 becomes one multiple, the other the
-    aspect ratio's floor in multiples, capped at the longest side) and its errors, raised as
-    `KernelArgumentError`."""
-    target_px = max_patches * patch_size**2
-    factor = math.sqrt(target_px / (height * width))
-    side = pooling_kernel_size * patch_size
-    h = math.floor(factor * height / side) * side
-    w = math.floor(factor * width / side) * side
-    if h == 0 and w == 0:
-        raise mm.KernelArgumentError(
-            f"a {width}x{height} image resizes to 0x0 under Gemma 4's patch budget"
-        )
-    longest = (max_patches // pooling_kernel_size**2) * side
-    if h == 0:
-        h, w = side, min(math.floor(width / height) * side, longest)
-    elif w == 0:
-        h, w = min(math.floor(height / width) * side, longest), side
-    if h * w > target_px:
-        raise mm.KernelArgumentError(
-            f"a {width}x{height} image resizes to {w}x{h}, over the budget of {max_patches} "
-            f"patches of {patch_size}"
-        )
-    return h, w
-
-
-def position_ids(rows: int, cols: int, max_patches: int) -> npt.NDArray[np.int64]:
-    """``[max_patches, 2]``: each patch's ``(x, y)`` in row-major order, then ``-1`` rows."""
-    out = np.full((max_patches, 2), -1, dtype=np.int64)
-    y, x = np.divmod(np.arange(rows * cols, dtype=np.int64), cols)
-    out[: rows * cols, 0] = x
-    out[: rows * cols, 1] = y
-    return out
+from .video import plan_video
 
 
 def mm_token_type_ids(input_ids: npt.ArrayLike, p: Gemma4Params) -> npt.NDArray[np.int64]:
-    """HF's ``mm_token_type_ids`` for an expanded prompt: 1 on image tokens, 0 elsewhere."""
-    soft: npt.NDArray[np.bool_] = np.asarray(input_ids) == p.image_token_id
-    return soft.astype(np.int64)
+    """HF's ``mm_token_type_ids`` for an expanded prompt: 1 on image tokens, 2 on video
+    tokens, 0 elsewhere."""
+    ids = np.asarray(input_ids)
+    out: npt.NDArray[np.int64] = (ids == p.image_token_id).astype(np.int64)
+    out[ids == p.video_token_id] = 2
+    return out
+
+
+def _table(
+    backend: mm.Backend,
+    do_rescale: bool,
+    rescale_factor: float,
+    do_normalize: bool,
+    mean: tuple[float, float, float],
+    std: tuple[float, float, float],
+) -> mm.Table:
+    """HF's rescale-then-normalize of either backend, with normalize off as Gemma 4 ships it:
+    then the rescale alone is numpy's float64 multiply (PIL backend) or torch's float32 one."""
+    _, arithmetic = mm.hf_backend(backend, "bicubic")
+    if not do_normalize:
+        mean, std = (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
+        arithmetic = "numpy" if backend == "pil" else "float32"
+    scale = rescale_factor if do_rescale else 1.0
+    return mm.Table(mean, std, arithmetic=arithmetic, rescale_factor=scale)
 
 
 class Gemma4Family(mm.Family[Gemma4Params]):
@@ -72,26 +60,54 @@ class Gemma4Family(mm.Family[Gemma4Params]):
         alpha="white", exif_orientation=True
     )
 
+    modalities: ClassVar[frozenset[str]] = frozenset({"image", "video"})
+
+    def __init__(self, params: mm.FamilyParams | Mapping[str, Any] | None = None) -> None:
+        super().__init__(params)
+        path = self.params.tokenizer
+        #: The model's tokenizer, for the videos' timestamps (None without the param).
+        self.timestamp_tokenizer = mm.load_tokenizer(path) if path is not None else None
+
     def features(self) -> mm.Features:
         p = self.params
-        resample, arithmetic = mm.hf_backend(p.resample, "bicubic")
-        mean, std = (p.image_mean, p.image_std) if p.do_normalize else ((0.0,) * 3, (1.0,) * 3)
-        if not p.do_normalize:
-            # Rescale alone: numpy's float64 multiply (PIL backend), torch's float32 one.
-            arithmetic = "numpy" if p.resample == "pil" else "float32"
-        scale = p.rescale_factor if p.do_rescale else 1.0
-        return mm.Features(
-            table=mm.Table(mean, std, arithmetic=arithmetic, rescale_factor=scale),
-            writer=mm.PatchVectors(p.patch_size, pad_to=p.max_patches),
-            resample=resample,
+        resample, _ = mm.hf_backend(p.resample, "bicubic")
+        table = _table(
+            p.resample, p.do_rescale, p.rescale_factor, p.do_normalize, p.image_mean, p.image_std
+        )
+        return mm.Features(table, mm.PatchVectors(p.patch_size, pad_to=p.max_patches), resample)
+
+    def video_features(self) -> mm.Features:
+        """``Gemma4VideoProcessor``'s: torchvision's uint8 bicubic and arithmetic, whatever
+        ``resample`` says for images, and each frame padded to the video's budget."""
+        p = self.params
+        resample, _ = mm.hf_backend("aten_u8", "bicubic")
+        table = _table(
+            "aten_u8",
+            p.do_rescale,
+            p.rescale_factor,
+            p.video_do_normalize,
+            p.video_image_mean,
+            p.video_image_std,
+        )
+        writer = mm.PatchVectors(p.patch_size, pad_to=p.video_max_patches)
+        return mm.Features(table, writer, resample)
+
+    def target_size(self, height: int, width: int, *, video: bool = False) -> tuple[int, int]:
+        """The resized ``(H, W)`` of an upright ``width x height`` image (or, with ``video``,
+        video frame), as HF computes it."""
+        p = self.params
+        budget = p.video_max_patches if video else p.max_patches
+        return aspect_ratio_preserving_size(
+            height, width, p.patch_size, budget, p.pooling_kernel_size
         )
 
-    def target_size(self, height: int, width: int) -> tuple[int, int]:
-        """The resized ``(H, W)`` of an upright ``width x height`` image, as HF computes it."""
-        p = self.params
-        return aspect_ratio_preserving_size(
-            height, width, p.patch_size, p.max_patches, p.pooling_kernel_size
-        )
+    def video_plan(self, header: mm.VideoHeader, options: mm.VideoOptions) -> mm.VideoPlan:
+        """The sampled frames, their one size and the timestamped tokens (`video.plan_video`)."""
+        size = self.target_size(header.height, header.width, video=True)
+        return plan_video(self.params, header, options, self.timestamp_tokenizer, size)
+
+    def video_placeholder(self) -> mm.Placeholder:
+        return mm.Placeholder(self.params.video_token_id)
 
     def plan(self, width: int, height: int) -> mm.Plan:
         p = self.params

@@ -1,5 +1,7 @@
-"""The Gemma 4 spec's ``params``: HF's ``preprocessor_config.json`` names where they exist,
-and the token ids of the image sequence (``config.json``'s, google/gemma-4-*)."""
+"""The Gemma 4 spec's ``params``: HF's image processor names where they exist, the video
+processor's with a ``video_`` prefix (``Gemma4VideoProcessor``'s own defaults: 32 frames of 70
+soft tokens, normalized with mean 0 and std 1), and the token ids of the image and video
+sequences (``config.json``'s, google/gemma-4-*)."""
 
 from __future__ import annotations
 
@@ -41,24 +43,55 @@ class Gemma4Params(mm.FamilyParams):
     )
     boi_token_id: int = Field(BOI_TOKEN_ID, ge=0, description="<boi>, before the soft tokens")
     eoi_token_id: int = Field(EOI_TOKEN_ID, ge=0, description="<eoi>, after them")
+    video_token_id: int = Field(
+        VIDEO_TOKEN_ID, ge=0, description="<|video|>: a video's placeholder and soft token"
+    )
+    video_max_soft_tokens: int = Field(
+        70, description="each video frame's token budget: one of 70, 140, 280, 560 and 1120"
+    )
+    video_num_frames: int = Field(
+        32, ge=1, description="frames sampled from a video (a video's nframes option overrides)"
+    )
+    video_do_sample_frames: bool = Field(
+        True, description="sample video_num_frames frames; false keeps every frame"
+    )
+    video_do_normalize: bool = Field(
+        True, description="the video processor normalizes (with mean 0, std 1: x / 255)"
+    )
+    video_image_mean: mm.ChannelMean = (0.0, 0.0, 0.0)
+    video_image_std: mm.ChannelStd = (1.0, 1.0, 1.0)
+    tokenizer: mm.TokenizerPath | None = Field(
+        None,
+        description="the model's tokenizer.json (or its directory): the mm:ss timestamp text "
+        "written before each video frame; videos are refused without it",
+    )
 
     @property
     def max_patches(self) -> int:
         """Patches every image is padded to: ``max_soft_tokens * pooling_kernel_size**2``."""
         return self.max_soft_tokens * self.pooling_kernel_size**2
 
+    @property
+    def video_max_patches(self) -> int:
+        """Patches every video frame is padded to."""
+        return self.video_max_soft_tokens * self.pooling_kernel_size**2
+
     @model_validator(mode="after")
     def _consistent(self) -> Gemma4Params:
-        if self.max_soft_tokens not in SUPPORTED_SOFT_TOKENS:
-            raise ValueError(
-                f"max_soft_tokens must be one of {SUPPORTED_SOFT_TOKENS} (what Gemma 4's "
-                f"processors accept), got {self.max_soft_tokens}"
-            )
+        for name in ("max_soft_tokens", "video_max_soft_tokens"):
+            if getattr(self, name) not in SUPPORTED_SOFT_TOKENS:
+                raise ValueError(
+                    f"{name} must be one of {SUPPORTED_SOFT_TOKENS} (what Gemma 4's "
+                    f"processors accept), got {getattr(self, name)}"
+                )
         ids = {
             "image_token_id": self.image_token_id,
             "boi_token_id": self.boi_token_id,
             "eoi_token_id": self.eoi_token_id,
+            "video_token_id": self.video_token_id,
         }
         if len(set(ids.values())) != len(ids):
-            raise ValueError(f"the image sequence's token ids must be distinct, got {ids}")
+            raise ValueError(
+                f"the image and video sequences' token ids must be distinct, got {ids}"
+            )
         return self

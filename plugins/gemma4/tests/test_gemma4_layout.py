@@ -90,12 +90,12 @@ def test_counts_from_headers_agree_with_the_pipeline() -> None:
     assert count.per_item == hf["num_image_tokens"]
 
 
-def test_videos_are_refused_naming_the_modality() -> None:
-    """Gemma 4's video input is not served yet (docs/families/gemma4.md says so)."""
+def test_videos_without_the_tokenizer_are_refused_naming_it() -> None:
+    """A video's timestamps are the model tokenizer's text: without the param, no video."""
     from sglang_mm_core.conformance.video import make_clip
 
     with mm.pipeline_from_spec({"family": "gemma4", "params": {}}) as pipe:
-        with pytest.raises(mm.UnsupportedModalityError, match="does not accept videos"):
+        with pytest.raises(mm.UnsupportedModalityError, match="set the spec param 'tokenizer'"):
             pipe.process(
                 mm.MmInput(input_ids=[2, 258884, 3], videos=[make_clip("libx264", 64, 48, 3)])
             )
