@@ -1,12 +1,22 @@
 """Generated test clips: moving gradients plus noise, encoded by PyAV's own encoders (the extra
 ``sglang-mm-core[video]``). It exists so that video tests, ours and plugin authors', make their
 clips rather than download them: the same arguments give the same bytes with the same (pinned)
-PyAV, so a golden can name a clip by its recipe and the SHA-256 of its bytes."""
+PyAV, so a golden can name a clip by its recipe and the SHA-256 of its bytes.
+
+The goldens' side of that bargain is here too: `clip_record` (a clip and its record),
+`clip_from_record` (the clip again, checked against the record) and `hf_reads_with_pyav` (a
+transformers video processor reading clip paths through PyAV, as the core decodes them). This
+module needs only numpy and PyAV (transformers for the last), so a generator in a torch venv
+without sglang-mm loads it from its file."""
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import io
+from collections.abc import Mapping
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -97,4 +107,63 @@ def _rotated(data: bytes, rotation: int) -> bytes:
     return data[:start] + matrix + data[start + 36 :]
 
 
-__all__ = ["clip_frames", "make_clip"]
+def clip_record(recipe: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
+    """The clip of ``recipe`` (`make_clip`'s arguments by name) and what a golden records of
+    it: the recipe, the SHA-256 of its bytes and their count."""
+    data = make_clip(**recipe)
+    return data, {
+        "recipe": dict(recipe),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "bytes": len(data),
+    }
+
+
+def clip_from_record(record: Mapping[str, Any]) -> bytes:
+    """The clip a `clip_record` record names, made again; an ``AssertionError`` when its bytes
+    are no longer the recorded ones (another PyAV build: the golden no longer applies)."""
+    data = make_clip(**record["recipe"])
+    assert hashlib.sha256(data).hexdigest() == record["sha256"], (
+        f"make_clip({record['recipe']}) no longer makes the clip the goldens were captured on "
+        "(another PyAV?)"
+    )
+    return data
+
+
+#: The call transformers 5.x's ``BaseVideoProcessor.fetch_videos`` makes, whose ``backend`` it
+#: hard-codes (torchcodec, or torchvision < 0.26): `hf_reads_with_pyav` replaces it.
+HF_FETCH_CALL = (
+    "load_video(video_url_or_urls, backend=backend, sample_indices_fn=sample_indices_fn)"
+)
+
+
+def hf_reads_with_pyav(video_processor: Any) -> None:
+    """Make a transformers video processor read clip paths as HF's own ``fetch_videos`` does,
+    but with ``backend="pyav"``: ``transformers.video_utils.load_video(path, backend="pyav",
+    sample_indices_fn=...)`` (``read_video_pyav``, what the core's decode matches), with the
+    processor's ``sample_frames`` where it samples. Refuses a transformers whose
+    ``fetch_videos`` is not the one this replaces."""
+    from transformers.video_processing_utils import BaseVideoProcessor
+    from transformers.video_utils import load_video
+
+    source = inspect.getsource(BaseVideoProcessor.fetch_videos)
+    assert HF_FETCH_CALL in source and 'backend = "torchcodec"' in source, source
+
+    def fetch_videos(video_url_or_urls: Any, sample_indices_fn: Any = None) -> Any:
+        if isinstance(video_url_or_urls, list):
+            pairs = [
+                fetch_videos(x, sample_indices_fn=sample_indices_fn) for x in video_url_or_urls
+            ]
+            return list(zip(*pairs, strict=True))
+        return load_video(video_url_or_urls, backend="pyav", sample_indices_fn=sample_indices_fn)
+
+    video_processor.fetch_videos = fetch_videos
+
+
+__all__ = [
+    "HF_FETCH_CALL",
+    "clip_frames",
+    "clip_from_record",
+    "clip_record",
+    "hf_reads_with_pyav",
+    "make_clip",
+]

@@ -7,12 +7,13 @@ file, and the path handed to the processor the way a user does::
               return_tensors="np", return_metadata=True, add_special_tokens=False,
               **videos_kwargs)
 
-so HF itself reads the clip (``load_video`` through PyAV, see `pyav_fetch_videos`), samples its
+so HF itself reads the clip (``load_video`` through PyAV, as
+``conformance.video.hf_reads_with_pyav`` makes it read), samples its
 frames (``default_sample_indices_fn``), resizes each to the patch budget (torchvision's uint8
 bicubic), rescales, normalizes, patchifies and pads them, writes every frame's ``mm:ss``
 timestamp around the soft tokens and tokenizes the whole prompt. The tokenizer is a BPE built
 here with Gemma 4's special-token ids and merges across digits, ``:`` and the space marker
-(``tokenizer()``), saved to ``fixtures/gemma4_tokenizer/tokenizer.json`` for the tests to load as
+(``build_tokenizer()``), saved to ``fixtures/gemma4_tokenizer/tokenizer.json`` for the tests to load as
 the spec's ``tokenizer``. Big tensors are kept as the SHA-256 of their C-order bytes (float32 or
 int64) and their shape.
 
@@ -29,7 +30,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
-import inspect
 import json
 import platform
 import sys
@@ -48,16 +48,16 @@ TOKENIZER_DIR = HERE / "fixtures" / "gemma4_tokenizer"
 GENERATOR = "plugins/gemma4/tests/gen_video_goldens.py"
 
 
-def _load_make_clip() -> Any:
+def _load_clips() -> Any:
     path = ROOT / "sglang_mm_core" / "conformance" / "video.py"
     spec = importlib.util.spec_from_file_location("_conformance_video", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.make_clip
+    return module
 
 
-make_clip = _load_make_clip()
+clips = _load_clips()
 
 # Gemma 4's ids (config.json's and the tokenizer's).
 SPECIAL = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<boi>": 255999, "<eoi>": 258882}
@@ -158,37 +158,6 @@ def hf_tokenizer(path: Path) -> Any:
     )
 
 
-#: What `pyav_fetch_videos` replaces (see the qwen_vl plugin's gen_video_request_goldens.py):
-#: transformers 5.23's ``BaseVideoProcessor.fetch_videos`` hard-codes torchcodec.
-HF_FETCH_CALL = (
-    "load_video(video_url_or_urls, backend=backend, sample_indices_fn=sample_indices_fn)"
-)
-
-
-def pyav_fetch_videos(video_processor: Any) -> None:
-    """HF's own ``fetch_videos`` with ``backend="pyav"`` (``read_video_pyav``)."""
-    from transformers.video_processing_utils import BaseVideoProcessor
-    from transformers.video_utils import load_video
-
-    source = inspect.getsource(BaseVideoProcessor.fetch_videos)
-    assert HF_FETCH_CALL in source and 'backend = "torchcodec"' in source, source
-
-    def fetch_videos(video_url_or_urls: Any, sample_indices_fn: Any = None) -> Any:
-        if isinstance(video_url_or_urls, list):
-            return list(
-                zip(
-                    *[
-                        fetch_videos(x, sample_indices_fn=sample_indices_fn)
-                        for x in video_url_or_urls
-                    ],
-                    strict=True,
-                )
-            )
-        return load_video(video_url_or_urls, backend="pyav", sample_indices_fn=sample_indices_fn)
-
-    video_processor.fetch_videos = fetch_videos
-
-
 def sha(a: Any, dtype: Any) -> str:
     return hashlib.sha256(np.ascontiguousarray(a, dtype=dtype).tobytes()).hexdigest()
 
@@ -200,27 +169,25 @@ def processor(tok: Any) -> Any:
     from transformers.models.gemma4.processing_gemma4 import Gemma4Processor
 
     video = Gemma4VideoProcessor()
-    pyav_fetch_videos(video)
+    clips.hf_reads_with_pyav(video)
     return Gemma4Processor(Gemma4AudioFeatureExtractor(), Gemma4ImageProcessorPil(), tok, video)
 
 
 def run_case(case: tuple[Any, ...], tok: Any, tmp: Path) -> dict[str, Any]:
     cid, recipes, prompt_name, with_image, videos_kwargs, why = case
     proc = processor(tok)
-    clips, paths = [], []
+    records, paths = [], []
     for k, recipe in enumerate(recipes):
-        data = make_clip(**recipe)
+        data, record = clips.clip_record(recipe)
         path = tmp / f"{cid}-{k}.mp4"
         path.write_bytes(data)
         paths.append(str(path))
-        clips.append(
-            {"recipe": recipe, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
-        )
+        records.append(record)
     prompt = PROMPTS[prompt_name]
     row: dict[str, Any] = {
         "id": cid,
         "why": why,
-        "clips": clips,
+        "clips": records,
         "prompt": prompt,
         "prompt_ids": tok(prompt, add_special_tokens=False)["input_ids"],
         "with_image": with_image,

@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
-import inspect
 import json
 import platform
 import sys
@@ -46,16 +45,23 @@ TOKENS_PER_SECOND = 2  # Qwen2.5-VL's vision_config.tokens_per_second
 MERGE = 2
 
 
-def _load_make_clip() -> Any:
+def _load_clips() -> Any:
     path = ROOT / "sglang_mm_core" / "conformance" / "video.py"
     spec = importlib.util.spec_from_file_location("_conformance_video", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.make_clip
+    return module
 
 
-make_clip = _load_make_clip()
+clips = _load_clips()
+make_clip = clips.make_clip
+#: HF's own ``fetch_videos`` with ``backend="pyav"`` (``read_video_pyav``): transformers 5.23's
+#: ``BaseVideoProcessor.fetch_videos`` picks ``backend = "torchcodec"``, falling back to
+#: ``"torchvision"`` only where torchvision still has ``read_video`` (< 0.26), and no keyword
+#: chooses the backend; every path goes to ``load_video(path, backend="pyav",
+#: sample_indices_fn=...)``, with the processor's ``sample_frames`` when ``do_sample_frames``.
+pyav_fetch_videos = clips.hf_reads_with_pyav
 
 V = "<|vision_start|><|video_pad|><|vision_end|>"
 I = "<|vision_start|><|image_pad|><|vision_end|>"  # noqa: E741
@@ -160,41 +166,6 @@ def tokenizer() -> Any:
         pad_token="<unk>",
         additional_special_tokens=list(special),
     )
-
-
-#: What `pyav_fetch_videos` replaces: transformers 5.23's ``BaseVideoProcessor.fetch_videos``
-#: picks ``backend = "torchcodec"``, falling back to ``"torchvision"`` only where torchvision
-#: still has ``read_video`` (< 0.26), and no keyword chooses the backend.
-HF_FETCH_CALL = (
-    "load_video(video_url_or_urls, backend=backend, sample_indices_fn=sample_indices_fn)"
-)
-
-
-def pyav_fetch_videos(video_processor: Any) -> None:
-    """HF's own ``fetch_videos`` with ``backend="pyav"``: every path goes to
-    ``transformers.video_utils.load_video(path, backend="pyav", sample_indices_fn=...)``
-    (``read_video_pyav``), with the processor's ``sample_frames`` as ``sample_indices_fn``
-    when ``do_sample_frames``, exactly as HF calls it."""
-    from transformers.video_processing_utils import BaseVideoProcessor
-    from transformers.video_utils import load_video
-
-    source = inspect.getsource(BaseVideoProcessor.fetch_videos)
-    assert HF_FETCH_CALL in source and 'backend = "torchcodec"' in source, source
-
-    def fetch_videos(video_url_or_urls: Any, sample_indices_fn: Any = None) -> Any:
-        if isinstance(video_url_or_urls, list):
-            return list(
-                zip(
-                    *[
-                        fetch_videos(x, sample_indices_fn=sample_indices_fn)
-                        for x in video_url_or_urls
-                    ],
-                    strict=True,
-                )
-            )
-        return load_video(video_url_or_urls, backend="pyav", sample_indices_fn=sample_indices_fn)
-
-    video_processor.fetch_videos = fetch_videos
 
 
 def rope(generation: str, got: Any) -> tuple[list[list[int]], int]:
