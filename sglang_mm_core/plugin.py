@@ -19,6 +19,8 @@ form and the item itself from those two answers. The modules behind these names 
   (and their base `Writer`, and `VideoSink`, where a writer's `video_sink` writes a video's
   full feature frame by frame); the types `Arithmetic`, `Backend`, `Rect`;
 - what a plan's tokens are: `Repeat`, `Explicit` (`Pattern` is either);
+- a target-size rule several references share: `temporal_smart_resize` (GLM-4.1V / 4.5V /
+  4.6V images and videos, Qwen3-VL videos);
 - the carriers: `Geometry`, `Tensor` (`DType` tags), `ProcessedItem` (what
   `Family.process_item` returns), `CompactTensor`;
 - positions: `Rope1D`, or `MRope` from `mrope_positions`;
@@ -66,6 +68,7 @@ from ._params import ChannelMean, ChannelStd
 from ._plan import Placeholder, Plan
 from ._positions import MRope, Rope1D, mrope_positions
 from ._registry import hookimpl
+from ._sizes import temporal_smart_resize
 from ._threads import available_cores, resolve_threads
 from ._tokenizer import TOKENIZER_FILE, TextTokenizer, TokenizerPath, load_tokenizer, tokenizer_file
 from ._video import VideoHeader
@@ -156,6 +159,7 @@ __all__ = [
     "load_tokenizer",
     "mrope_positions",
     "resolve_threads",
+    "temporal_smart_resize",
     "tokenizer_file",
     "unsupported_option",
 ]

@@ -32,7 +32,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from sglang_mm_core.plugin import KernelArgumentError
+from sglang_mm_core.plugin import KernelArgumentError, temporal_smart_resize
 
 from .sizes import smart_resize as _hf_image_smart_resize
 
@@ -254,40 +254,17 @@ def _qwen3_smart_resize(
     min_pixels: int,
     max_pixels: int,
 ) -> tuple[int, int]:
-    """transformers' ``qwen3_vl.video_processing_qwen3_vl.smart_resize``, step for step."""
-    if num_frames < temporal_factor:
-        raise KernelArgumentError(
-            f"num_frames ({num_frames}) must be at least temporal_patch_size ({temporal_factor})"
-        )
-    if height == 0 or width == 0:
-        raise KernelArgumentError(f"video of {width}x{height} pixels has a zero side")
-    if factor == 0 or temporal_factor == 0:
-        raise KernelArgumentError("patch_size, merge_size and temporal_patch_size must be non-zero")
-    h: int = height
-    w: int = width
-    if h < factor or w < factor:
-        scale = max(factor / h, factor / w)
-        h = int(h * scale)
-        w = int(w * scale)
-    if min(h, w) == 0:
-        raise KernelArgumentError(f"video of {width}x{height} pixels has a zero side once scaled")
-    ratio = max(h, w) / min(h, w)
-    if ratio > MAX_RATIO:
-        raise KernelArgumentError(
-            f"video of {width}x{height} pixels has aspect ratio {ratio!r}, over the limit of 200"
-        )
-    h_bar = round(h / factor) * factor
-    w_bar = round(w / factor) * factor
-    t_bar = round(num_frames / temporal_factor) * temporal_factor
-    if t_bar * h_bar * w_bar > max_pixels:
-        beta = math.sqrt((num_frames * h * w) / max_pixels)
-        h_bar = max(factor, math.floor(h / beta / factor) * factor)
-        w_bar = max(factor, math.floor(w / beta / factor) * factor)
-    elif t_bar * h_bar * w_bar < min_pixels:
-        beta = math.sqrt(min_pixels / (num_frames * h * w))
-        h_bar = math.ceil(h * beta / factor) * factor
-        w_bar = math.ceil(w * beta / factor) * factor
-    return h_bar, w_bar
+    """transformers' ``qwen3_vl.video_processing_qwen3_vl.smart_resize``: the core's
+    `temporal_smart_resize`, which GLM-4.xV's processors share."""
+    return temporal_smart_resize(
+        num_frames,
+        height,
+        width,
+        temporal_factor=temporal_factor,
+        factor=factor,
+        min_pixels=min_pixels,
+        max_pixels=max_pixels,
+    )
 
 
 def qwen_vl_utils_nframes(
