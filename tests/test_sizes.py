@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from transformers.models.glm4v.image_processing_pil_glm4v import smart_resize as glm4v_resize
-from transformers.models.glm46v.image_processing_pil_glm46v import smart_resize as glm46v_resize
 
 from sglang_mm_core.plugin import KernelArgumentError, temporal_smart_resize
 
