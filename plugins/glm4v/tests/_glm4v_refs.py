@@ -16,8 +16,9 @@ from unittest import mock
 import numpy as np
 import numpy.typing as npt
 import skimage
+from _glm4v_corpus import hf_rgb
 from _glm4v_tokenizer import hf_tokenizer
-from PIL import Image, ImageOps
+from PIL import Image
 
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
@@ -94,17 +95,6 @@ def photo(name: str) -> Image.Image:
     with Image.open(SKIMAGE_DATA / name) as im:
         im.load()
         return hf_rgb(im)
-
-
-def hf_rgb(im: Image.Image) -> Image.Image:
-    """What HF's loaders make of an opened image: EXIF transpose, then alpha composited on
-    white (``convert_to_rgb``), else ``convert("RGB")``."""
-    im = ImageOps.exif_transpose(im)
-    if im.mode in ("RGBA", "LA") or "transparency" in im.info:
-        rgba = im.convert("RGBA")
-        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-        return Image.alpha_composite(white, rgba).convert("RGB")
-    return im.convert("RGB")
 
 
 def noise(width: int, height: int, seed: int = 0) -> Image.Image:
