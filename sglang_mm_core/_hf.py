@@ -217,6 +217,50 @@ def check_hf_settings(
         )
 
 
+def hf_channels(
+    settings: Mapping[str, Any], key: str, default: tuple[float, float, float]
+) -> tuple[float, float, float]:
+    """A per-channel preprocessor setting (``image_mean``, ``image_std``) as three floats: HF
+    also takes one number for all three; ``default`` where the key is absent or null; a
+    `SpecError` naming the key for anything else."""
+    value = settings.get(key)
+    if value is None:
+        return (float(default[0]), float(default[1]), float(default[2]))
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (float(value),) * 3
+    if isinstance(value, list) and len(value) == 3:
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+            return (float(value[0]), float(value[1]), float(value[2]))
+    raise SpecError(f"preprocessor setting {key}={value!r} must be 3 numbers")
+
+
+def vision_geometry(
+    settings: Mapping[str, Any],
+    config: Mapping[str, Any],
+    keys: Mapping[str, tuple[str, int]],
+) -> dict[str, int]:
+    """The processor's patch geometry, ``{setting: value}`` for each ``setting: (vision_config
+    key, default)`` of ``keys``, each refused with a `SpecError` when ``config.json``'s
+    ``vision_config`` (what the vision tower was built with) says otherwise: the processor's
+    value is what HF's processor uses, so a mismatched pair is refused rather than chosen."""
+    vision = config.get("vision_config")
+    tower_config = vision if isinstance(vision, Mapping) else {}
+    out: dict[str, int] = {}
+    for key, (vkey, default) in keys.items():
+        value = settings.get(key)
+        value = default if value is None else value
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise SpecError(f"preprocessor setting {key}={value!r} must be an integer")
+        tower = tower_config.get(vkey)
+        if tower is not None and tower != value:
+            raise SpecError(
+                f"preprocessor {key}={value!r} disagrees with config.json vision_config "
+                f"{vkey}={tower!r}"
+            )
+        out[key] = value
+    return out
+
+
 __all__ = [
     "HF_INERT_KEYS",
     "MODEL_CONFIG",
@@ -226,4 +270,6 @@ __all__ = [
     "VIDEO_PREPROCESSOR_CONFIG",
     "ModelDir",
     "check_hf_settings",
+    "hf_channels",
+    "vision_geometry",
 ]

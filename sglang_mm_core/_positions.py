@@ -157,4 +157,18 @@ def _mrope_positions_timed(
     return MRope(pos, int(pos.max()) + 1 - length if length else 0)
 
 
-__all__ = ["MRope", "Rope1D", "mrope_positions"]
+def token_runs(
+    input_ids: npt.ArrayLike, span: tuple[int, int], token: int
+) -> list[tuple[int, int]]:
+    """The maximal runs of ``token`` inside the inclusive ``span`` of ``input_ids``, as
+    inclusive ``(start, end)`` pairs in prompt order: the blocks of an item whose expansion
+    puts text between its embeddings (a video's frames, each group of Qwen3-VL's or GLM's
+    between its markers and timestamp), which their models' ``get_rope_index`` place as blocks
+    of their own."""
+    s, e = span
+    inside = np.asarray(input_ids)[s : e + 1] == token
+    edges = np.flatnonzero(np.diff(inside.astype(np.int8), prepend=0, append=0))
+    return [(s + int(a), s + int(b) - 1) for a, b in zip(edges[0::2], edges[1::2], strict=True)]
+
+
+__all__ = ["MRope", "Rope1D", "mrope_positions", "token_runs"]

@@ -23,7 +23,8 @@ form and the item itself from those two answers. The modules behind these names 
   4.6V images and videos, Qwen3-VL videos);
 - the carriers: `Geometry`, `Tensor` (`DType` tags), `ProcessedItem` (what
   `Family.process_item` returns), `CompactTensor`;
-- positions: `Rope1D`, or `MRope` from `mrope_positions`;
+- positions: `Rope1D`, or `MRope` from `mrope_positions` (and `token_runs`, an item's runs of
+  one token, for blocks separated by text);
 - the entry point hook marker `hookimpl`;
 - the thread decision, for a family's own direct API: `resolve_threads`, `available_cores`;
 - the errors a family raises: `MmRequestError` and its `KernelArgumentError`, `LayoutError`,
@@ -33,7 +34,8 @@ form and the item itself from those two answers. The modules behind these names 
   `CLIP_STD`, `IMAGENET_STANDARD_MEAN` / `IMAGENET_STANDARD_STD`, `DEFAULT_MAX_PIXELS` /
   `DEFAULT_MAX_SIDE`, and `as_rgb` (the RGB uint8 check);
 - for ``spec_from_hf``: `ModelDir` (a model directory's JSON files), `check_hf_settings`
-  and `HF_INERT_KEYS`;
+  and `HF_INERT_KEYS`, `hf_channels` (a per-channel setting) and `vision_geometry` (patch
+  settings checked against ``vision_config``);
 - text a family writes inside an item (a video's timestamps) in the model's own tokens:
   `load_tokenizer` (a `TextTokenizer` of a ``tokenizer.json``), `tokenizer_file`,
   `TOKENIZER_FILE`, and `TokenizerPath`, the params field type that loads it at spec time.
@@ -62,11 +64,11 @@ from ._features import (
     Writer,
     hf_backend,
 )
-from ._hf import HF_INERT_KEYS, ModelDir, check_hf_settings
+from ._hf import HF_INERT_KEYS, ModelDir, check_hf_settings, hf_channels, vision_geometry
 from ._layout import Explicit, Pattern, Repeat
 from ._params import ChannelMean, ChannelStd
 from ._plan import Placeholder, Plan
-from ._positions import MRope, Rope1D, mrope_positions
+from ._positions import MRope, Rope1D, mrope_positions, token_runs
 from ._registry import hookimpl
 from ._sizes import temporal_smart_resize
 from ._threads import available_cores, resolve_threads
@@ -155,11 +157,14 @@ __all__ = [
     "available_cores",
     "check_hf_settings",
     "hf_backend",
+    "hf_channels",
     "hookimpl",
     "load_tokenizer",
     "mrope_positions",
     "resolve_threads",
     "temporal_smart_resize",
+    "token_runs",
     "tokenizer_file",
     "unsupported_option",
+    "vision_geometry",
 ]

@@ -20,7 +20,7 @@ import sglang_mm_core.hf as mmhf
 from sglang_mm_core import Registry
 from sglang_mm_core.conformance.hf import assert_batch_features_equal
 from sglang_mm_core.conformance.images import generated_image
-from sglang_mm_core.errors import DecodeError, KernelArgumentError, PluginError
+from sglang_mm_core.errors import DecodeError, KernelArgumentError, PluginError, SpecError
 from sglang_mm_core.plugin import hookimpl
 
 OURS = mmhf.class_for("Qwen2VLImageProcessorPil")
@@ -182,3 +182,16 @@ def test_large_pil_image_spanning_pillow_blocks() -> None:
     img = Image.fromarray(rng.integers(0, 256, (2200, 2600, 3), dtype=np.uint8))
     assert 2200 * 2600 * 4 > 16 * 2**20
     assert_batch_features_equal(OURS(resample="pil")(img), _hf(img))
+
+
+def test_patch_rows_base_serves_the_qwen_style_drop_ins() -> None:
+    """`PatchRowsImageProcessor` is the base of every Qwen2-VL-style drop-in installed (its
+    reading of HF's settings and its answer are proven bit for bit by their plugins' tests);
+    a ``size`` without its pixel bounds is refused naming them."""
+    styled = [c for c in mmhf.processor_classes() if issubclass(c, mmhf.PatchRowsImageProcessor)]
+    assert OURS in styled
+    ours = OURS(resample="pil")
+    out = ours(generated_image(64, 48), return_tensors="np")
+    assert set(out) == {"pixel_values", "image_grid_thw"}
+    with pytest.raises(SpecError, match="shortest_edge and longest_edge"):
+        ours(generated_image(64, 48), size={"height": 64, "width": 64})

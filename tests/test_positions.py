@@ -126,3 +126,17 @@ def test_rope1d_and_equality() -> None:
     b = MRope(a.positions.copy(), a.delta)
     assert a == b
     assert a != MRope(a.positions + 1, a.delta)
+
+
+def test_token_runs_are_the_maximal_runs_inside_the_span() -> None:
+    from sglang_mm_core.plugin import token_runs
+
+    ids = np.array([7, 7, 1, 7, 7, 7, 2, 3, 7, 1, 7], dtype=np.int64)
+    assert token_runs(ids, (0, 10), 7) == [(0, 1), (3, 5), (8, 8), (10, 10)]
+    assert token_runs(ids, (1, 4), 7) == [(1, 1), (3, 4)]  # cut at the span's ends
+    assert token_runs(ids, (6, 7), 7) == []
+    assert token_runs(list(ids), (0, 0), 7) == [(0, 0)]
+    # what mrope_positions takes: one frame block per run, text between them
+    runs = token_runs(ids, (3, 10), 7)
+    got = mrope_positions(len(ids), runs[:2], [(1, 1, 3), (1, 1, 1)])
+    assert got.positions.shape == (3, len(ids))

@@ -11,7 +11,8 @@ backend named ``"sglang_mm"``, returning HF's `BatchFeature` bit for bit (needs 
     # or a whole processor (tokenizer and all), with only its image processor swapped:
     processor = mmhf.accelerate(AutoProcessor.from_pretrained(path))
 
-Family authors subclass `ImageProcessor` (docs/plugins.md) and offer the class through the
+Family authors subclass `ImageProcessor` (or `PatchRowsImageProcessor`, for Qwen2-VL-style
+processors; docs/plugins.md) and offer the class through the
 ``sglang_mm_hf_image_processors`` hook."""
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ._inputs import Prepared
 from ._processor import (
     BACKEND,
     ImageProcessor,
+    PatchRowsImageProcessor,
     Reference,
     channels,
     check_resample,
@@ -51,6 +53,7 @@ from ._register import (
 __all__ = [
     "BACKEND",
     "ImageProcessor",
+    "PatchRowsImageProcessor",
     "Prepared",
     "Reference",
     "accelerate",

@@ -205,6 +205,53 @@ class ImageProcessor(BaseImageProcessor):
         return f"{type(self).__name__}(reference={self.reference!r}) {self.to_json_string()}"
 
 
+class PatchRowsImageProcessor(ImageProcessor):
+    """Base of the drop-ins for HF's Qwen2-VL-style image processors (Qwen2-VL's, GLM-4.xV's):
+    their answer is ``pixel_values`` patch rows concatenated over the batch and
+    ``image_grid_thw``, from ``patch_size``, ``merge_size``, ``temporal_patch_size``, ``size``
+    (``shortest_edge`` / ``longest_edge``: pixel counts), ``image_mean`` and ``image_std``
+    with bicubic and a rescale by 1/255. The family's params take those names
+    (``min_pixels`` / ``max_pixels`` for ``size``) plus ``resample``, ``pil_pass_order`` and
+    ``strict_layout`` (off: a drop-in lays out no prompt), and each item's aux holds
+    ``image_grid_thw``. A subclass sets ``family`` and ``replaces`` and implements
+    `check_config`."""
+
+    def family_params(self, settings: Mapping[str, Any]) -> Mapping[str, Any]:
+        for key in ("do_resize", "do_normalize"):
+            require(settings, key, True)
+        check_resample(settings)
+        check_rescale_factor(settings)
+        size = settings.get("size") or {}
+        lo, hi = getattr(size, "shortest_edge", None), getattr(size, "longest_edge", None)
+        if not lo or not hi:
+            raise SpecError(f"size must hold shortest_edge and longest_edge, got {size}")
+        return {
+            "patch_size": settings["patch_size"],
+            "merge_size": settings["merge_size"],
+            "temporal_patch_size": settings["temporal_patch_size"],
+            "min_pixels": lo,
+            "max_pixels": hi,
+            "image_mean": channels(settings["image_mean"], "image_mean"),
+            "image_std": channels(settings["image_std"], "image_std"),
+            "resample": self.reference,
+            "pil_pass_order": installed_pass_order(),
+            "strict_layout": False,
+        }
+
+    def batch(
+        self,
+        items: Sequence[ProcessedItem],
+        images: Sequence[Prepared],
+        settings: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        if not items:  # HF's concatenation of nothing fails too
+            raise KernelArgumentError("no images given")
+        return {
+            "pixel_values": concat([feature_array(it) for it in items]),
+            "image_grid_thw": concat([it.aux["image_grid_thw"].array for it in items]),
+        }
+
+
 def _torch_arrays(value: Any) -> Any:
     """numpy arrays as torch tensors (sharing memory), lists and tuples kept."""
     if isinstance(value, np.ndarray):
@@ -294,6 +341,7 @@ def concat(arrays: Sequence[npt.NDArray[Any]]) -> npt.NDArray[Any]:
 __all__ = [
     "BACKEND",
     "ImageProcessor",
+    "PatchRowsImageProcessor",
     "Reference",
     "channels",
     "check_resample",

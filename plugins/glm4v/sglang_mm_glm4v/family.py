@@ -138,15 +138,13 @@ class Glm4vFamily(mm.Family[Glm4vParams]):
                 spans.append((s, e))
                 blocks.append((1, gh // m, gw // m))
                 continue
-            inside = np.asarray(input_ids[s : e + 1]) == p.image_token_id
-            edges = np.flatnonzero(np.diff(inside.astype(np.int8), prepend=0, append=0))
-            starts, ends = edges[0::2], edges[1::2] - 1
-            if len(starts) != t:
+            runs = mm.token_runs(input_ids, (s, e), p.image_token_id)
+            if len(runs) != t:
                 raise mm.LayoutError(
-                    f"video tokens [{s}, {e}] hold {len(starts)} run(s) of image id "
+                    f"video tokens [{s}, {e}] hold {len(runs)} run(s) of image id "
                     f"{p.image_token_id}, not its {t} frames"
                 )
-            spans += [(s + int(a), s + int(b)) for a, b in zip(starts, ends, strict=True)]
+            spans += runs
             blocks += [(1, gh // m, gw // m)] * t
         order = sorted(range(len(spans)), key=spans.__getitem__)
         return mm.mrope_positions(length, [spans[k] for k in order], [blocks[k] for k in order])

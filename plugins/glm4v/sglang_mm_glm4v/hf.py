@@ -21,6 +21,8 @@ from sglang_mm_core.plugin import (
     ModelDir,
     SpecError,
     check_hf_settings,
+    hf_channels,
+    vision_geometry,
 )
 
 from .params import GLM4V, GLM4V_MOE, GLM46V, Glm4vParams
@@ -114,18 +116,6 @@ def pixels(pp: Mapping[str, Any], where: str, default: tuple[int, int]) -> tuple
     return lo, hi
 
 
-def _triple(pp: Mapping[str, Any], key: str, default: tuple[float, float, float]) -> Any:
-    """A per-channel setting; HF also accepts one number for all three channels."""
-    value = pp.get(key)
-    if value is None:
-        return default
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return (value, value, value)
-    if isinstance(value, list) and len(value) == 3:
-        return tuple(value)
-    raise SpecError(f"preprocessor setting {key}={value!r} must be 3 numbers")
-
-
 def _section(files: ModelDir, key: str, fallback: str | None) -> tuple[str, dict[str, Any]]:
     """The settings transformers reads for a sub-processor: ``processor_config.json``'s
     ``key`` section, else the file ``fallback`` (``{}`` when neither exists)."""
@@ -184,26 +174,12 @@ def _token_ids(files: ModelDir, model_type: str) -> dict[str, int]:
     return out
 
 
-def _geometry(pp: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, int]:
-    """Patch geometry from the image processor, checked against the vision tower's config."""
-    vision = _sub(config, "vision_config")
-    defaults = {"patch_size": 14, "merge_size": 2, "temporal_patch_size": 2}
-    out: dict[str, int] = {}
-    for key, vkey in (
-        ("patch_size", "patch_size"),
-        ("merge_size", "spatial_merge_size"),
-        ("temporal_patch_size", "temporal_patch_size"),
-    ):
-        value = pp.get(key)
-        value = defaults[key] if value is None else value
-        tower = vision.get(vkey)
-        if tower is not None and tower != value:
-            raise SpecError(
-                f"image processor {key}={value!r} disagrees with config.json vision_config "
-                f"{vkey}={tower!r}"
-            )
-        out[key] = value
-    return out
+#: The patch geometry: image processor key -> (vision_config key, HF's default).
+_GEOMETRY = {
+    "patch_size": ("patch_size", 14),
+    "merge_size": ("spatial_merge_size", 2),
+    "temporal_patch_size": ("temporal_patch_size", 2),
+}
 
 
 def _generation(kind: Any, where: str, default: str) -> str:
@@ -239,7 +215,7 @@ def _video(files: ModelDir, image: Mapping[str, Any], default_generation: str) -
                 f"{image[key]!r}; this family lays out videos with the image geometry"
             )
     for key, default in (("image_mean", CLIP_MEAN), ("image_std", CLIP_STD)):
-        if tuple(_triple(vp, key, default)) != tuple(image[key]):
+        if hf_channels(vp, key, default) != tuple(image[key]):
             raise SpecError(
                 f"{where}: {key}={vp.get(key)!r} differs from the image processor's; this "
                 "family normalizes videos with the image table"
@@ -291,11 +267,11 @@ def spec_from_hf(
         raise SpecError(f"{where}: {e}") from None
     min_pixels, max_pixels = pixels(pp, where, (112 * 112, 28 * 28 * 15000))
     params: dict[str, Any] = {
-        **_geometry(pp, cfg),
+        **vision_geometry(pp, cfg, _GEOMETRY),
         "min_pixels": min_pixels,
         "max_pixels": max_pixels,
-        "image_mean": _triple(pp, "image_mean", CLIP_MEAN),
-        "image_std": _triple(pp, "image_std", CLIP_STD),
+        "image_mean": hf_channels(pp, "image_mean", CLIP_MEAN),
+        "image_std": hf_channels(pp, "image_std", CLIP_STD),
         "resample": resample,
         **_token_ids(files, model_type),
     }

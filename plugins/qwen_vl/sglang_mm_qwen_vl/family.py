@@ -127,15 +127,13 @@ class QwenVLFamily(mm.Family[QwenVLParams]):
                 spans.append((s, e))
                 blocks.append((t, h, w))
                 continue
-            inside = np.asarray(input_ids[s : e + 1]) == vt
-            edges = np.flatnonzero(np.diff(inside.astype(np.int8), prepend=0, append=0))
-            starts, ends = edges[0::2], edges[1::2] - 1
-            if len(starts) != t:
+            runs = mm.token_runs(input_ids, (s, e), vt)
+            if len(runs) != t:
                 raise mm.LayoutError(
-                    f"video tokens [{s}, {e}] hold {len(starts)} run(s) of id {vt}, not its "
+                    f"video tokens [{s}, {e}] hold {len(runs)} run(s) of id {vt}, not its "
                     f"{t} temporal groups"
                 )
-            spans += [(s + int(a), s + int(b)) for a, b in zip(starts, ends, strict=True)]
+            spans += runs
             blocks += [(1, h, w)] * t
         order = sorted(range(len(spans)), key=spans.__getitem__)
         return mm.mrope_positions(length, [spans[k] for k in order], [blocks[k] for k in order])

@@ -18,6 +18,8 @@ from sglang_mm_core.plugin import (
     ModelDir,
     SpecError,
     check_hf_settings,
+    hf_channels,
+    vision_geometry,
 )
 
 from .params import QwenVLParams
@@ -117,15 +119,8 @@ def _pixels(pp: Mapping[str, Any]) -> tuple[int, int]:
 
 
 def _triple(pp: Mapping[str, Any], key: str) -> Any:
-    """A per-channel setting; HF also accepts one number for all three channels."""
-    value = pp.get(key)
-    if value is None:
-        return _DEFAULTS[key]
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return (value, value, value)
-    if isinstance(value, list) and len(value) == 3:
-        return tuple(value)
-    raise SpecError(f"preprocessor setting {key}={value!r} must be 3 numbers")
+    """A per-channel setting (the core's `hf_channels`, HF's class default where absent)."""
+    return hf_channels(pp, key, _DEFAULTS[key])
 
 
 def _sub(config: Mapping[str, Any], key: str) -> dict[str, Any]:
@@ -149,24 +144,13 @@ def _token_ids(config: Mapping[str, Any]) -> dict[str, int]:
 
 def _geometry(pp: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, int]:
     """Patch geometry from the preprocessor (what HF's processor uses), checked against the
-    vision tower's own config so that a mismatched pair is refused."""
-    vision = _sub(config, "vision_config")
-    out: dict[str, int] = {}
-    for key, vkey in (
-        ("patch_size", "patch_size"),
-        ("merge_size", "spatial_merge_size"),
-        ("temporal_patch_size", "temporal_patch_size"),
-    ):
-        value = pp.get(key)
-        value = _DEFAULTS[key] if value is None else value
-        tower = vision.get(vkey)
-        if tower is not None and tower != value:
-            raise SpecError(
-                f"preprocessor {key}={value!r} disagrees with config.json vision_config "
-                f"{vkey}={tower!r}"
-            )
-        out[key] = value
-    return out
+    vision tower's own config (the core's `vision_geometry`)."""
+    keys = {
+        "patch_size": ("patch_size", _DEFAULTS["patch_size"]),
+        "merge_size": ("spatial_merge_size", _DEFAULTS["merge_size"]),
+        "temporal_patch_size": ("temporal_patch_size", _DEFAULTS["temporal_patch_size"]),
+    }
+    return vision_geometry(pp, config, keys)
 
 
 #: The video rules of each model type (Qwen3.5 follows Qwen3-VL's).
