@@ -13,9 +13,9 @@ frames (``default_sample_indices_fn``), resizes each to the patch budget (torchv
 bicubic), rescales, normalizes, patchifies and pads them, writes every frame's ``mm:ss``
 timestamp around the soft tokens and tokenizes the whole prompt. The tokenizer is a BPE built
 here with Gemma 4's special-token ids and merges across digits, ``:`` and the space marker
-(``build_tokenizer()``), saved to ``fixtures/gemma4_tokenizer/tokenizer.json`` for the tests to load as
-the spec's ``tokenizer``. Big tensors are kept as the SHA-256 of their C-order bytes (float32 or
-int64) and their shape.
+(``build_tokenizer()``), saved to ``fixtures/gemma4_tokenizer/tokenizer.json`` for the tests to
+load as the spec's ``tokenizer``. Big tensors are kept as the SHA-256 of their C-order bytes
+(float32 or int64) and their shape.
 
 Runs in a venv with torch, torchvision, transformers and PyAV (not CI); writes
 ``fixtures/video_goldens.json`` with every version::
