@@ -1,7 +1,6 @@
 """`spec_from_hf` for GLM-4.1V (``glm4v``), GLM-4.5V (``glm4v_moe``) and GLM-4.6V (``glm46v``):
-a model directory's image processor settings (``processor_config.json``'s ``image_processor``
-section, else ``preprocessor_config.json``), its video processor settings (``video_processor``
-there, else ``video_preprocessor_config.json``, else the class defaults), the processor class
+a model directory's image and video processor settings (where transformers finds them:
+`ModelDir.processor_settings`), the processor class
 (which writes the timestamps), ``config.json``'s token ids and vision geometry, and the
 directory's ``tokenizer.json`` (for the timestamps). Every setting is mapped exactly or refused
 with a `SpecError` naming it; nothing is approximated."""
@@ -28,7 +27,6 @@ from sglang_mm_core.plugin import (
 from .params import GLM4V, GLM4V_MOE, GLM46V, Glm4vParams
 
 PROCESSOR_CONFIG = "processor_config.json"
-VIDEO_CONFIG = "video_preprocessor_config.json"
 MODEL_TYPES = ("glm4v", "glm4v_moe", "glm46v")
 #: Each model type's preset, and the processor classes transformers 5.23 maps it to.
 _PRESETS = {"glm4v": GLM4V, "glm4v_moe": GLM4V_MOE, "glm46v": GLM46V}
@@ -116,22 +114,6 @@ def pixels(pp: Mapping[str, Any], where: str, default: tuple[int, int]) -> tuple
     return lo, hi
 
 
-def _section(files: ModelDir, key: str, fallback: str | None) -> tuple[str, dict[str, Any]]:
-    """The settings transformers reads for a sub-processor: ``processor_config.json``'s
-    ``key`` section, else the file ``fallback`` (``{}`` when neither exists)."""
-    proc = files.get(PROCESSOR_CONFIG) or {}
-    if key in proc:
-        section = proc[key]
-        if not isinstance(section, Mapping):
-            raise SpecError(f"{PROCESSOR_CONFIG}: {key} must be a JSON object")
-        return f"{PROCESSOR_CONFIG} {key}", dict(section)
-    if fallback is not None:
-        found = files.get(fallback)
-        if found is not None:
-            return fallback, dict(found)
-    return "the class defaults", {}
-
-
 def _sub(config: Mapping[str, Any], key: str) -> dict[str, Any]:
     sub = config.get(key)
     return dict(sub) if isinstance(sub, Mapping) else {}
@@ -195,7 +177,7 @@ def _generation(kind: Any, where: str, default: str) -> str:
 def _video(files: ModelDir, image: Mapping[str, Any], default_generation: str) -> dict[str, Any]:
     """The video params from the video processor's settings, checked against the image ones
     (the family lays videos out with the image geometry and table)."""
-    where, vp = _section(files, "video_processor", VIDEO_CONFIG)
+    where, vp = files.processor_settings("video")
     sampling = _generation(vp.get("video_processor_type"), where, default_generation)
     try:
         check_hf_settings(
@@ -256,9 +238,7 @@ def spec_from_hf(
             f"config.json model_type {model_type!r} is not a GLM-4.xV model "
             f"(expected one of {', '.join(MODEL_TYPES)})"
         )
-    where, pp = _section(files, "image_processor", "preprocessor_config.json")
-    if not pp:
-        raise SpecError("the model directory has no image processor settings")
+    where, pp = files.processor_settings("image")
     default = _DEFAULT_GENERATION[model_type]
     _generation(pp.get("image_processor_type"), where, default)
     try:

@@ -18,9 +18,8 @@
     (``total_num_frames`` = the stream's frame count, ``fps`` its average rate, ``duration``
     their quotient) and ``do_sample_frames=True``: HF samples the array, so a repeated index
     is a repeated frame, as with transformers' default torchcodec reader (and SGLang);
-  - ``pyav``: the clip's path with the video processor's ``fetch_videos`` set to
-    ``load_video(path, backend="pyav", sample_indices_fn=...)``: a repeated index decodes
-    once.
+  - ``pyav``: the clip's path, read by transformers' own PyAV reader
+    (``conformance.video.hf_reads_with_pyav``): a repeated index decodes once.
 
   Recorded: the sampled indices, ``video_grid_thw``, the SHA-256 of the float32
   ``pixel_values_videos`` (and of ``pixel_values`` with an image), the expanded
@@ -28,14 +27,13 @@
   ``[3, L]`` of the model class's ``get_rope_index`` (in full too where short) and their
   delta; or HF's error.
 
-The torch venv needs no sglang-mm: ``conformance/video.py`` needs only numpy and PyAV, so it is
-loaded from its file."""
+The torch venv needs no sglang-mm: ``conformance/video.py`` (``clip_record``,
+``hf_reads_with_pyav``) needs only numpy and PyAV, so it is loaded from its file."""
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
-import inspect
 import io
 import sys
 import tempfile
@@ -53,16 +51,17 @@ from gen_goldens import meta, processor, rope, write
 OUT = Path(__file__).parent / "fixtures" / "video_goldens.json"
 
 
-def _load_make_clip() -> Any:
+def _load_clips() -> Any:
+    """``sglang_mm_core.conformance.video`` from its file (it needs only numpy and PyAV)."""
     path = ROOT / "sglang_mm_core" / "conformance" / "video.py"
     spec = importlib.util.spec_from_file_location("_conformance_video", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.make_clip
+    return module
 
 
-make_clip = _load_make_clip()
+clips_module = _load_clips()
 
 #: (total frames, fps) of the sampler goldens.
 SAMPLING_GRID = [(1, 25.0), (2, 25.0), (3, 1.0), (7, 2.0), (13, 0.5), (30, 25.0), (31, 30.0)]
@@ -187,22 +186,6 @@ def sampling_goldens() -> list[dict[str, Any]]:
     return rows
 
 
-def pyav_fetch_videos(video_processor: Any) -> None:
-    """HF's own ``fetch_videos`` with ``backend="pyav"`` (5.23 hard-codes torchcodec)."""
-    from transformers.video_processing_utils import BaseVideoProcessor
-    from transformers.video_utils import load_video
-
-    source = inspect.getsource(BaseVideoProcessor.fetch_videos)
-    assert 'backend = "torchcodec"' in source and "load_video(video_url_or_urls" in source
-
-    def fetch_videos(urls: Any, sample_indices_fn: Any = None) -> Any:
-        if isinstance(urls, list):
-            return list(zip(*[fetch_videos(x, sample_indices_fn) for x in urls], strict=True))
-        return load_video(urls, backend="pyav", sample_indices_fn=sample_indices_fn)
-
-    video_processor.fetch_videos = fetch_videos
-
-
 def decoded(data: bytes) -> tuple[np.ndarray, Any]:
     """Every frame as ``read_video_pyav`` converts it, and the metadata it states."""
     import av
@@ -225,12 +208,11 @@ def run_case(case: tuple[Any, ...], tmp: Path) -> dict[str, Any]:
     proc = processor(model_type)
     clips, paths, arrays, metas = [], [], [], []
     for k, recipe in enumerate(recipes):
-        r = dict(recipe)
-        data = make_clip(r.pop("codec"), r.pop("w"), r.pop("h"), r.pop("n"), **r)
+        data, record = clips_module.clip_record(recipe)
         path = tmp / f"{cid}-{k}.mp4"
         path.write_bytes(data)
         paths.append(str(path))
-        clips.append({"recipe": recipe, "sha256": hashlib.sha256(data).hexdigest()})
+        clips.append(record)
         frames, m = decoded(data)
         arrays.append(frames)
         metas.append(m)
@@ -250,7 +232,7 @@ def run_case(case: tuple[Any, ...], tmp: Path) -> dict[str, Any]:
     }
     call: dict[str, Any] = {"return_tensors": "np", "return_metadata": True, **kwargs}
     if reader == "pyav":
-        pyav_fetch_videos(proc.video_processor)
+        clips_module.hf_reads_with_pyav(proc.video_processor)
         call["videos"] = paths
     else:
         call |= {"videos": arrays, "video_metadata": metas, "do_sample_frames": True}

@@ -45,15 +45,17 @@ VIDEO = {
 
 
 def _model(model_type: str, **files: Any) -> dict[str, Any]:
+    """A checkpoint's JSON files: its config, image and video processor settings."""
     pre = dict(SHIPPED_PREPROCESSOR)
+    video = dict(VIDEO)
     if model_type == "glm46v":
-        pre |= {
-            "image_processor_type": "Glm46VImageProcessor",
-            "processor_class": "Glm46VProcessor",
-        }
+        pre["image_processor_type"] = "Glm46VImageProcessor"
+        pre["processor_class"] = "Glm46VProcessor"
+        video["video_processor_type"] = "Glm46VVideoProcessor"
     return {
         "config.json": {**CONFIGS[model_type], "vision_config": VISION},
         "preprocessor_config.json": pre,
+        "video_preprocessor_config.json": video,
         **files,
     }
 
@@ -169,7 +171,13 @@ def test_video_settings_that_cannot_be_matched_are_refused(
 
 def test_other_refusals() -> None:
     _refused({**_model("glm4v"), "config.json": {"model_type": "qwen2_vl"}}, "not a GLM-4.xV")
-    _refused({"config.json": CONFIGS["glm4v"]}, "no image processor settings")
+    _refused({"config.json": CONFIGS["glm4v"]}, "preprocessor_config.json")
+    # without a video processor's own settings, transformers reads the image processor's
+    # file for videos too (older checkpoints share it): its size then bounds the frames
+    model = _model("glm4v")
+    del model["video_preprocessor_config.json"]
+    p = spec_from_hf(model)["params"]
+    assert (p["video_min_pixels"], p["video_max_pixels"]) == (12544, 9633792)
     model = _model("glm4v", **{"processor_config.json": {"processor_class": "LlavaProcessor"}})
     _refused(model, "processor_class")
     # the tokenizer's <|image|> is another id than config.json's: the processor would expand
