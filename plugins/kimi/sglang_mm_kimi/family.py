@@ -1,0 +1,98 @@
+"""The Kimi family: every image is resized (never up) by the NaViT rule to fit a patch budget
+and a per-side cap, zero-padded as uint8 on the right and bottom to a multiple of
+``merge_size * patch_size``, normalized, and cut into ``patch_size`` square patches, each three
+channel planes (``pixel_values`` ``[patches, 3, 14, 14]``, with ``image_grid_thw``). Its
+placeholder ``<|media_pad|>`` becomes one ``<|media_pad|>`` per merged token. The pixels are a
+composition of the core's kernels: the bicubic resize, the table of the reference's
+normalize, a canvas part whose colour is the sample 0, the `ChwPatches` writer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from sglang_mm_core import plugin as mm
+
+from .navit import NavitSize, navit_size
+from .params import KimiParams
+
+#: The padding: the uint8 sample 0 in every channel, as both references pad (``np.pad`` and
+#: torchvision's ``pad`` with fill 0) before normalizing; its value is the table's value of 0.
+PAD_COLOUR = (0, 0, 0)
+
+
+class KimiFamily(mm.Family[KimiParams]):
+    name: ClassVar[str] = "kimi"
+    # As the checkpoint's media_utils.py loads an image: Image.open(...).convert("RGB") drops
+    # alpha and ignores the EXIF orientation. Specs matching transformers' class
+    # (resample "aten_u8") set decode {"alpha": "white", "exif_orientation": true}.
+    decode_defaults: ClassVar[mm.DecodeDefaults] = mm.DecodeDefaults(
+        alpha="drop", exif_orientation=False
+    )
+
+    def navit(self, width: int, height: int) -> NavitSize:
+        """The resized and padded size of an upright ``width x height`` image."""
+        p = self.params
+        size = navit_size(
+            width,
+            height,
+            patch_size=p.patch_size,
+            merge_size=p.merge_size,
+            max_patches=p.max_patches,
+            max_size_per_side=p.max_size_per_side,
+        )
+        if p.resample == "pil":
+            # The checkpoint's navit_resize_image asserts that the padded token grid fits the
+            # per-side patch limit (only an odd limit against the merge size can break it).
+            rows, cols = size.grid
+            m, limit = p.merge_size, p.max_size_per_side
+            if max(rows, cols) > limit - limit % m:
+                raise mm.KernelArgumentError(
+                    f"a {width}x{height} image pads to {rows}x{cols} patches, more than the "
+                    f"per-side limit of {limit} patches allows in whole {m}x{m} tokens (the "
+                    "checkpoint's navit_resize_image asserts this)"
+                )
+        return size
+
+    def plan(self, width: int, height: int) -> mm.Plan:
+        p = self.params
+        size = self.navit(width, height)
+        rows, cols = size.grid
+        tokens = size.patches // p.merge_size**2
+        part = mm.Part(
+            (size.width, size.height),
+            pad_to=(size.pad_width, size.pad_height),
+            fill=PAD_COLOUR,
+        )
+        return mm.Plan(
+            mm.Repeat(p.image_token_id, tokens),
+            mm.Geometry(size.pad_height, size.pad_width, (1, rows, cols)),
+            (part,),
+        )
+
+    def features(self) -> mm.Features:
+        p = self.params
+        resample, _ = mm.hf_backend(p.resample, "bicubic")
+        return mm.Features(
+            mm.Table.hf(p.image_mean, p.image_std, p.resample),
+            mm.ChwPatches(p.patch_size),
+            resample=resample,
+        )
+
+    def aux(self, plan: mm.Plan) -> Mapping[str, mm.Tensor]:
+        grid = np.array([plan.geometry.grid], dtype=np.int64)
+        return {"image_grid_thw": mm.Tensor(grid, "int64")}
+
+    @classmethod
+    def spec_from_hf(
+        cls,
+        model: mm.ModelDir | str | Path | Mapping[str, Mapping[str, Any]],
+        **options: Any,
+    ) -> dict[str, Any]:
+        """A spec for a HuggingFace model directory (see `sglang_mm_kimi.hf.spec_from_hf`)."""
+        from .hf import spec_from_hf
+
+        return spec_from_hf(model, **options)

@@ -1,0 +1,232 @@
+"""``spec_from_hf`` for Kimi K2.5: a model directory's image settings and token id to a spec.
+
+Two layouts of ``preprocessor_config.json`` exist:
+
+- the checkpoint's own (moonshotai/Kimi-K2.5, remote code): a ``media_proc_cfg`` section read
+  by ``KimiK25VisionProcessor`` (``in_patch_limit``, ``patch_limit_on_one_side``, ...), whose
+  reference is the Pillow path: ``resample`` defaults to ``"pil"``;
+- transformers' (``image_processor_type: Kimi_K25ImageProcessor``, HF's names), whose class is
+  torchvision only: ``resample`` defaults to ``"aten_u8"``, and the spec decodes as HF's
+  loaders do (alpha onto white, EXIF applied).
+
+``config.json``'s ``media_placeholder_token_id`` is the image token (cross-checked with the
+tokenizer's ``<|media_pad|>`` when the directory has one). What cannot be matched bit for bit
+is refused with the reason."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from sglang_mm_core import plugin as mm
+
+from .params import MEDIA_PAD_TOKEN_ID, KimiParams
+
+MODEL_TYPES = {"kimi_k25"}
+PROCESSORS = {"Kimi_K25ImageProcessor", "Kimi_K25ImageProcessorFast", "KimiK25VisionProcessor"}
+MEDIA_PAD = "<|media_pad|>"
+
+# The checkpoint's media_proc_cfg: what the image path reads ...
+_CKPT_IMAGE = {
+    "patch_size",
+    "merge_kernel_size",
+    "in_patch_limit",
+    "patch_limit_on_one_side",
+    "image_mean",
+    "image_std",
+    "fixed_output_tokens",
+}
+# ... and what only its video path reads (videos are not served by this plugin yet), or names
+# the config class: inert for images.
+_CKPT_INERT = {
+    "in_patch_limit_each_frame",
+    "in_patch_limit_video",
+    "sample_fps",
+    "max_num_frames_each_video",
+    "temporal_merge_kernel_size",
+    "timestamp_mode",
+    "config_type",
+}
+# Kimi K3's transparent-background compositing: a K3 checkpoint, not served.
+_K3_KEYS = {"transparent_bg_config", "transparent_bg_fill_stage"}
+
+# transformers' Kimi_K25ImageProcessor settings this mapping reads; any other key that is not
+# one of the core's HF_INERT_KEYS is refused.
+_HF_HANDLED = {
+    "do_resize",
+    "resample",
+    "do_rescale",
+    "rescale_factor",
+    "do_normalize",
+    "image_mean",
+    "image_std",
+    "do_convert_rgb",
+    "patch_size",
+    "merge_size",
+    "max_patches",
+    "size",
+}
+_HF_REQUIRED = {"do_resize": True, "do_rescale": True, "do_normalize": True, "do_convert_rgb": True}
+
+
+def _int(value: Any, key: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise mm.SpecError(f"{key}={value!r} must be an integer")
+    return value
+
+
+def _triple(value: Any, key: str) -> list[float]:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [float(value)] * 3
+    if isinstance(value, (list, tuple)) and len(value) == 3:
+        return [float(v) for v in value]
+    raise mm.SpecError(f"{key}={value!r} must be 3 numbers")
+
+
+def _merge(value: Any, key: str) -> int:
+    """``merge_kernel_size``: one int, or ``[m, m]`` as the vision config stores it."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != 2 or value[0] != value[1]:
+            raise mm.SpecError(f"{key}={value!r}: only a square merge kernel is supported")
+        value = value[0]
+    return _int(value, key)
+
+
+def _checkpoint_params(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    keys = set(cfg)
+    k3 = keys & _K3_KEYS
+    if k3:
+        raise mm.SpecError(
+            f"media_proc_cfg {sorted(k3)}: a Kimi K3 checkpoint's transparent-background "
+            "compositing is not served by this plugin (Kimi K2.5 only)"
+        )
+    unknown = keys - _CKPT_IMAGE - _CKPT_INERT
+    if unknown:
+        raise mm.SpecError(
+            f"media_proc_cfg {sorted(unknown)}: not supported, its effect cannot be "
+            "reproduced exactly"
+        )
+    if cfg.get("fixed_output_tokens") is not None:
+        raise mm.SpecError(
+            f"media_proc_cfg fixed_output_tokens={cfg['fixed_output_tokens']!r} is not "
+            "supported: it fixes the token count apart from the patch grid the pixels make"
+        )
+    out: dict[str, Any] = {}
+    if cfg.get("patch_size") is not None:
+        out["patch_size"] = _int(cfg["patch_size"], "patch_size")
+    if cfg.get("merge_kernel_size") is not None:
+        out["merge_size"] = _merge(cfg["merge_kernel_size"], "merge_kernel_size")
+    if cfg.get("in_patch_limit") is not None:
+        out["max_patches"] = _int(cfg["in_patch_limit"], "in_patch_limit")
+    if cfg.get("patch_limit_on_one_side") is not None:
+        side = _int(cfg["patch_limit_on_one_side"], "patch_limit_on_one_side")
+        out["size"] = {"max_height": side, "max_width": side}
+    for key in ("image_mean", "image_std"):
+        if cfg.get(key) is not None:
+            out[key] = _triple(cfg[key], key)
+    return out
+
+
+def _hf_params(pre: Mapping[str, Any]) -> dict[str, Any]:
+    mm.check_hf_settings(pre, handled=_HF_HANDLED, required=_HF_REQUIRED, resample=3)
+    out: dict[str, Any] = {}
+    for key in ("patch_size", "merge_size", "max_patches"):
+        if pre.get(key) is not None:
+            out[key] = _int(pre[key], key)
+    size = pre.get("size")
+    if size is not None:
+        if not isinstance(size, Mapping) or set(size) - {"max_height", "max_width"}:
+            raise mm.SpecError(f"size={size!r} must hold max_height and max_width only")
+        out["size"] = dict(size)
+    for key in ("image_mean", "image_std"):
+        if pre.get(key) is not None:
+            out[key] = _triple(pre[key], key)
+    return out
+
+
+def _vision_agrees(cfg: Mapping[str, Any], params: Mapping[str, Any]) -> None:
+    """``config.json``'s ``vision_config`` (what the tower was built with) must agree."""
+    vision = cfg.get("vision_config")
+    if not isinstance(vision, Mapping):
+        return
+    for ours, theirs, default in (
+        ("patch_size", "patch_size", 14),
+        ("merge_size", "merge_kernel_size", 2),
+    ):
+        tower = vision.get(theirs)
+        if tower is None:
+            continue
+        tower = _merge(tower, f"vision_config.{theirs}")
+        if tower != params.get(ours, default):
+            raise mm.SpecError(
+                f"image processor {ours} {params.get(ours, default)} disagrees with "
+                f"config.json vision_config {theirs} {tower}"
+            )
+
+
+def _image_token_id(files: mm.ModelDir, token_id: int | None) -> int:
+    if token_id is not None:
+        return int(token_id)
+    cfg = files.config
+    value = cfg.get("media_placeholder_token_id", MEDIA_PAD_TOKEN_ID)
+    value = _int(value, "config.json media_placeholder_token_id")
+    ident = files.added_tokens().get(MEDIA_PAD)
+    if ident is not None and ident != value:
+        raise mm.SpecError(
+            f"config.json media_placeholder_token_id {value} disagrees with the tokenizer's "
+            f"{MEDIA_PAD} = {ident}"
+        )
+    return value
+
+
+def spec_from_hf(
+    model: mm.ModelDir | str | Path | Mapping[str, Mapping[str, Any]],
+    *,
+    resample: str | None = None,
+    image_token_id: int | None = None,
+) -> dict[str, Any]:
+    """A ``kimi`` spec for a Kimi K2.5 model directory. ``resample`` picks the reference:
+    ``"pil"`` (the checkpoint's processor) or ``"aten_u8"`` (transformers'); by default the
+    one the directory's ``preprocessor_config.json`` belongs to. ``image_token_id`` overrides
+    ``config.json``'s ``media_placeholder_token_id``."""
+    files = mm.ModelDir.of(model)
+    cfg = files.config
+    kind = cfg.get("model_type")
+    if kind not in MODEL_TYPES:
+        raise mm.SpecError(
+            f"config.json model_type {kind!r} is not Kimi K2.5's ({sorted(MODEL_TYPES)})"
+        )
+    pre = files.preprocessor_config
+    section = pre.get("media_proc_cfg")
+    if section is not None:
+        if not isinstance(section, Mapping):
+            raise mm.SpecError("preprocessor_config.json media_proc_cfg must be a JSON object")
+        mm.check_hf_settings(pre, handled={"media_proc_cfg"})
+        params = _checkpoint_params(section)
+        default = "pil"
+    else:
+        ptype = pre.get("image_processor_type")
+        if ptype not in PROCESSORS:
+            raise mm.SpecError(
+                f"image_processor_type {ptype!r} is not Kimi K2.5's ({sorted(PROCESSORS)}), "
+                "and the file has no media_proc_cfg"
+            )
+        params = _hf_params(pre)
+        default = "aten_u8"
+    _vision_agrees(cfg, params)
+    chosen = default if resample is None else resample
+    params["resample"] = chosen
+    params["image_token_id"] = _image_token_id(files, image_token_id)
+    try:
+        validated = KimiParams.model_validate(params)
+    except (TypeError, ValueError) as e:  # pydantic's ValidationError is a ValueError
+        raise mm.SpecError(f"the configs give invalid Kimi params: {e}") from e
+    spec: dict[str, Any] = {"family": "kimi", "params": validated.model_dump(mode="json")}
+    if chosen == "aten_u8":
+        # transformers' loaders: EXIF orientation applied, alpha composited onto white.
+        spec["decode"] = {"alpha": "white", "exif_orientation": True}
+    return spec
+
+
+__all__ = ["MODEL_TYPES", "PROCESSORS", "spec_from_hf"]

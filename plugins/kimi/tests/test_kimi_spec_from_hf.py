@@ -1,0 +1,159 @@
+"""``spec_from_hf``: both layouts of ``preprocessor_config.json`` (the checkpoint's
+``media_proc_cfg``, transformers' ``Kimi_K25ImageProcessor`` keys), the token id from
+``config.json`` cross-checked with the tokenizer, and every refusal named."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sglang_mm_kimi import KimiFamily
+
+import sglang_mm_core as mm
+
+# moonshotai/Kimi-K2.5's media_proc_cfg (the checkpoint's processor defaults).
+MEDIA_PROC_CFG: dict[str, Any] = {
+    "in_patch_limit": 16384,
+    "patch_size": 14,
+    "image_mean": [0.5, 0.5, 0.5],
+    "image_std": [0.5, 0.5, 0.5],
+    "merge_kernel_size": 2,
+    "fixed_output_tokens": None,
+    "patch_limit_on_one_side": 512,
+    "in_patch_limit_each_frame": 4096,
+    "in_patch_limit_video": None,
+    "sample_fps": 2.0,
+    "max_num_frames_each_video": None,
+    "temporal_merge_kernel_size": 4,
+    "timestamp_mode": "hh:mm:ss.fff",
+}
+CHECKPOINT: dict[str, Any] = {
+    "config.json": {
+        "model_type": "kimi_k25",
+        "media_placeholder_token_id": 163605,
+        "vision_config": {"patch_size": 14, "merge_kernel_size": [2, 2]},
+    },
+    "preprocessor_config.json": {
+        "auto_map": {"AutoImageProcessor": "kimi_k25_vision_processing.KimiK25VisionProcessor"},
+        "media_proc_cfg": MEDIA_PROC_CFG,
+    },
+    "tokenizer_config.json": {"added_tokens_decoder": {"163605": {"content": "<|media_pad|>"}}},
+}
+HF_LAYOUT: dict[str, Any] = {
+    "config.json": {"model_type": "kimi_k25", "media_placeholder_token_id": 163605},
+    "preprocessor_config.json": {
+        "image_processor_type": "Kimi_K25ImageProcessor",
+        "do_resize": True,
+        "resample": 3,
+        "size": {"max_height": 512, "max_width": 512},
+        "max_patches": 16384,
+        "do_rescale": True,
+        "rescale_factor": 1 / 255,
+        "do_normalize": True,
+        "image_mean": [0.5, 0.5, 0.5],
+        "image_std": [0.5, 0.5, 0.5],
+        "do_convert_rgb": True,
+        "patch_size": 14,
+        "merge_size": 2,
+    },
+}
+
+
+def _with(model: dict[str, Any], name: str, **changes: Any) -> dict[str, Any]:
+    out = copy.deepcopy(model)
+    out[name].update(changes)
+    return out
+
+
+def _ckpt(**changes: Any) -> dict[str, Any]:
+    out = copy.deepcopy(CHECKPOINT)
+    out["preprocessor_config.json"]["media_proc_cfg"].update(changes)
+    return out
+
+
+def test_the_checkpoint_layout_gives_the_pil_reference() -> None:
+    spec = KimiFamily.spec_from_hf(CHECKPOINT)
+    assert spec["params"] == KimiFamily().params.model_dump(mode="json")
+    assert "decode" not in spec  # the family's default is the checkpoint's loader
+    aten = KimiFamily.spec_from_hf(CHECKPOINT, resample="aten_u8")
+    assert aten["params"]["resample"] == "aten_u8"
+    assert aten["decode"] == {"alpha": "white", "exif_orientation": True}
+
+
+def test_the_transformers_layout_gives_the_torchvision_reference() -> None:
+    spec = KimiFamily.spec_from_hf(HF_LAYOUT)
+    assert spec["params"]["resample"] == "aten_u8"
+    assert spec["decode"] == {"alpha": "white", "exif_orientation": True}
+    mm.pipeline_from_spec(spec).close()
+    smaller = _with(
+        HF_LAYOUT,
+        "preprocessor_config.json",
+        max_patches=4096,
+        size={"max_height": 256, "max_width": 256},
+    )
+    params = KimiFamily.spec_from_hf(smaller)["params"]
+    assert params["max_patches"] == 4096 and params["size"]["max_height"] == 256
+
+
+def test_checkpoint_values_map_to_hf_names() -> None:
+    params = KimiFamily.spec_from_hf(_ckpt(in_patch_limit=4096, patch_limit_on_one_side=256))[
+        "params"
+    ]
+    assert params["max_patches"] == 4096 and params["size"] == {"max_height": 256, "max_width": 256}
+
+
+@pytest.mark.parametrize(
+    ("model", "match"),
+    [
+        (_ckpt(fixed_output_tokens=256), "fixed_output_tokens"),
+        (_ckpt(transparent_bg_fill_stage="after_resize"), "K3"),
+        (_ckpt(frobnicate=1), "frobnicate"),
+        (_ckpt(merge_kernel_size=[2, 3]), "square merge kernel"),
+        (_ckpt(image_mean=[0.48145466, 0.4578275, 0.40821073]), "bit for bit"),
+        (_with(CHECKPOINT, "config.json", model_type="kimi_vl"), "model_type"),
+        (
+            _with(CHECKPOINT, "config.json", media_placeholder_token_id=5),
+            "disagrees with the tokenizer",
+        ),
+        (
+            _with(CHECKPOINT, "config.json", vision_config={"patch_size": 16}),
+            "vision_config patch_size",
+        ),
+        (_with(HF_LAYOUT, "preprocessor_config.json", do_normalize=False), "do_normalize"),
+        (_with(HF_LAYOUT, "preprocessor_config.json", resample=2), "resample"),
+        (_with(HF_LAYOUT, "preprocessor_config.json", do_pad=True), "do_pad"),
+        (_with(HF_LAYOUT, "preprocessor_config.json", rescale_factor=0.5), "rescale_factor"),
+        (
+            _with(HF_LAYOUT, "preprocessor_config.json", image_processor_type="CLIPImageProcessor"),
+            "image_processor_type",
+        ),
+        (_with(HF_LAYOUT, "preprocessor_config.json", size={"max_height": 512}), "max_width"),
+    ],
+)
+def test_refusals_name_the_key(model: dict[str, Any], match: str) -> None:
+    with pytest.raises(mm.SpecError, match=match):
+        KimiFamily.spec_from_hf(model)
+
+
+def test_the_cli_builds_the_spec_from_a_directory(tmp_path: Path) -> None:
+    for name, doc in CHECKPOINT.items():
+        (tmp_path / name).write_text(json.dumps(doc))
+    out = subprocess.run(
+        [sys.executable, "-m", "sglang_mm_core", "spec-from-hf", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(out.stdout) == KimiFamily.spec_from_hf(CHECKPOINT)
+
+
+def test_the_example_spec_is_what_spec_from_hf_gives() -> None:
+    example = Path(__file__).resolve().parents[3] / "examples" / "kimi_k2_5" / "spec.json"
+    spec = json.loads(example.read_text())
+    built = KimiFamily.spec_from_hf(CHECKPOINT)
+    assert spec["params"] == built["params"] and spec.get("decode") == built.get("decode")
