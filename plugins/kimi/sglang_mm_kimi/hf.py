@@ -128,8 +128,14 @@ def _checkpoint_params(cfg: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _hf_params(pre: Mapping[str, Any]) -> dict[str, Any]:
+def check_settings(pre: Mapping[str, Any]) -> None:
+    """Refuse, naming the key, the ``Kimi_K25ImageProcessor`` settings the kernels cannot
+    reproduce: the rule of `spec_from_hf` and of the transformers drop-in's construction."""
     mm.check_hf_settings(pre, handled=_HF_HANDLED, required=_HF_REQUIRED, resample=3)
+
+
+def _hf_params(pre: Mapping[str, Any]) -> dict[str, Any]:
+    check_settings(pre)
     out: dict[str, Any] = {}
     for key in ("patch_size", "merge_size", "max_patches"):
         if pre.get(key) is not None:
@@ -229,4 +235,4 @@ def spec_from_hf(
     return spec
 
 
-__all__ = ["MODEL_TYPES", "PROCESSORS", "spec_from_hf"]
+__all__ = ["MODEL_TYPES", "PROCESSORS", "check_settings", "spec_from_hf"]
