@@ -373,8 +373,10 @@ class _PatchRowsVideo(VideoSink):
 @dataclass(frozen=True)
 class ChwPatches(Writer):
     """One part cut into ``patch_size`` square patches in row-major order, each three channel
-    planes: ``[rows * cols, 3, ps, ps]`` (DeepSeek-V4.1). Qwen's patch rows with no merge
-    and no temporal repeat, in the shape a ViT's patch embedding takes."""
+    planes: ``[rows * cols, 3, ps, ps]`` (DeepSeek-V4.1, Kimi K2.5). Qwen's patch rows with
+    no merge and no temporal repeat, in the shape a ViT's patch embedding takes. A video is
+    its frames' patches one frame after the other: ``[frames * rows * cols, 3, ps, ps]``
+    (Kimi K2.5's ``pixel_values_videos``)."""
 
     patch_size: int
     kind: ClassVar[str] = "patch_rows"
@@ -391,6 +393,44 @@ class ChwPatches(Writer):
 
     def native(self) -> dict[str, int]:
         return {"patch_size": self.patch_size, "merge_size": 1, "temporal_patch_size": 1}
+
+    def _rows(self) -> PatchRows:
+        """The same layout as patch rows of one frame each (no merge, no temporal repeat)."""
+        return PatchRows(self.patch_size, 1, 1)
+
+    def video(
+        self, frames: Sequence[npt.NDArray[np.uint8]], plan: Plan, table: Table
+    ) -> CompactTensor:
+        """A video: each sampled frame's patches in turn, ``[n * rows * cols, 3, ps, ps]``."""
+        if not frames:
+            raise KernelArgumentError("a video needs at least one frame")
+        rows = self.shape(plan)[0]
+        ps = self.patch_size
+        codes = np.stack([f.reshape(rows, 3, 1, ps, ps) for f in frames])
+        n = len(frames) * rows
+        return _compact(codes.reshape(n, 3, 1, ps, ps), table, (n, 3, ps, ps), 1, 2, 1)
+
+    def video_bytes(self, plan: Plan, table: Table, frames: int) -> int:
+        return self._rows().video_bytes(plan, table, frames)
+
+    def video_sink(self, plan: Plan, table: Table, frames: int) -> VideoSink:
+        """`video`'s layout, expanded through ``table`` as each frame arrives."""
+        return _Reshaped(self._rows().video_sink(plan, table, frames), self.patch_size)
+
+
+class _Reshaped(VideoSink):
+    """A patch-rows sink of one frame per group, its rows seen as ``[n, 3, ps, ps]``."""
+
+    def __init__(self, inner: VideoSink, patch_size: int) -> None:
+        self.inner, self.patch_size = inner, patch_size
+
+    def put(self, position: int, codes: npt.NDArray[np.uint8]) -> None:
+        self.inner.put(position, codes)
+
+    def finish(self) -> Tensor:
+        flat = self.inner.finish()
+        ps = self.patch_size
+        return Tensor(flat.array.reshape(-1, 3, ps, ps), flat.dtype)
 
 
 @dataclass(frozen=True)

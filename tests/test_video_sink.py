@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from sglang_mm_core.errors import KernelArgumentError
-from sglang_mm_core.plugin import Geometry, PatchRows, Plan, Repeat, Table
+from sglang_mm_core.plugin import ChwPatches, Geometry, PatchRows, Plan, Repeat, Table
 
 MEAN, STD = (0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711)
 
@@ -61,3 +61,31 @@ def test_positions_outside_or_missing_are_refused() -> None:
         sink.finish()
     with pytest.raises(KernelArgumentError):
         writer.video_sink(plan, table, 0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("frames", [1, 3, 4])
+def test_chw_patches_video_is_each_frame_in_turn(dtype: str, frames: int) -> None:
+    """`ChwPatches` lays a video out as its frames' patches one frame after the other (Kimi
+    K2.5's ``pixel_values_videos``): each frame's slice is that frame's image feature; the
+    sink gives the compact layout's bits, and `video_bytes` its size."""
+    writer = ChwPatches(patch_size=2)
+    plan = Plan(Repeat(9, 6), Geometry(8, 12, (frames, 4, 6)), frames=frames)
+    table = Table(MEAN, STD, arithmetic="numpy", dtype=dtype)  # type: ignore[arg-type]
+    rows = writer.shape(plan)[0]
+    rng = np.random.default_rng(frames)
+    codes = [rng.integers(0, 256, rows * 3 * 4, dtype=np.uint8) for _ in range(frames)]
+    video = writer.video(codes, plan, table).expand()
+    assert video.dtype == dtype and video.array.shape == (frames * rows, 3, 2, 2)
+    for k in range(frames):
+        one = writer.compact(codes[k], plan, table).expand().array
+        np.testing.assert_array_equal(video.array[k * rows : (k + 1) * rows], one)
+    sink = writer.video_sink(plan, table, frames)
+    for k in reversed(range(frames)):
+        sink.put(k, codes[k])
+    got = sink.finish()
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got.array, video.array)
+    assert writer.video_bytes(plan, table, frames) == video.array.nbytes
+    with pytest.raises(KernelArgumentError, match="at least one frame"):
+        writer.video([], plan, table)
