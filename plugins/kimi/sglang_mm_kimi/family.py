@@ -18,6 +18,7 @@ from sglang_mm_core import plugin as mm
 
 from .navit import NavitSize, navit_size
 from .params import KimiParams
+from .video import plan_video
 
 #: The padding: the uint8 sample 0 in every channel, as both references pad (``np.pad`` and
 #: torchvision's ``pad`` with fill 0) before normalizing; its value is the table's value of 0.
@@ -32,6 +33,12 @@ class KimiFamily(mm.Family[KimiParams]):
     decode_defaults: ClassVar[mm.DecodeDefaults] = mm.DecodeDefaults(
         alpha="drop", exif_orientation=False
     )
+    modalities: ClassVar[frozenset[str]] = frozenset({"image", "video"})
+
+    def __init__(self, params: Any = None) -> None:
+        super().__init__(params)
+        path = self.params.tokenizer
+        self.tokenizer = None if path is None else mm.load_tokenizer(path)
 
     def navit(self, width: int, height: int) -> NavitSize:
         """The resized and padded size of an upright ``width x height`` image."""
@@ -81,6 +88,16 @@ class KimiFamily(mm.Family[KimiParams]):
             mm.ChwPatches(p.patch_size),
             resample=resample,
         )
+
+    def video_plan(self, video: mm.VideoHeader, options: mm.VideoOptions) -> mm.VideoPlan:
+        """transformers' ``Kimi_K25VideoProcessor`` and ``Kimi_K25Processor`` (`video`)."""
+        return plan_video(self.params, video, options, self.tokenizer)
+
+    def video_placeholder(self) -> mm.Placeholder:
+        """``<|kimi_k25_video_placeholder|>``; without its id no prompt holds one (-1), so a
+        request with a video is a `LayoutError`, and `video_plan` names the missing param."""
+        token = self.params.video_token_id
+        return mm.Placeholder(-1 if token is None else token)
 
     def aux(self, plan: mm.Plan) -> Mapping[str, mm.Tensor]:
         grid = np.array([plan.geometry.grid], dtype=np.int64)

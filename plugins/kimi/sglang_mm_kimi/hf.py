@@ -171,6 +171,59 @@ def _vision_agrees(cfg: Mapping[str, Any], params: Mapping[str, Any]) -> None:
             )
 
 
+VIDEO_PLACEHOLDER = "<|kimi_k25_video_placeholder|>"
+VIDEO_CONFIG = "video_preprocessor_config.json"
+# Kimi_K25VideoProcessor's settings: read into the video params, or required to agree with the
+# image settings (one patch size, merge and normalize serve both), or inert.
+_VIDEO_READ = {
+    "fps": "video_fps",
+    "max_patches": "video_max_patches",
+    "temporal_patch_size": "temporal_patch_size",
+}
+_VIDEO_SHARED = {"patch_size", "merge_size", "size", "image_mean", "image_std"}
+_VIDEO_INERT = {"video_processor_type", "return_metadata", "default_to_square", "crop_size"}
+_VIDEO_REQUIRED = {
+    "do_resize": True,
+    "do_rescale": True,
+    "do_normalize": True,
+    "do_convert_rgb": True,
+    "do_sample_frames": True,
+}
+
+
+def _video_params(files: mm.ModelDir, image: Mapping[str, Any]) -> dict[str, Any]:
+    """The video params of transformers' layout: ``video_preprocessor_config.json`` (when the
+    directory has one; else the class defaults), the tokenizer's
+    ``<|kimi_k25_video_placeholder|>`` id, and the directory's ``tokenizer.json`` (the chunk
+    timestamps' tokenizer)."""
+    out: dict[str, Any] = {}
+    vp = files.get(VIDEO_CONFIG)
+    if vp is not None:
+        mm.check_hf_settings(
+            vp,
+            handled=set(_VIDEO_READ) | _VIDEO_SHARED | set(_VIDEO_REQUIRED) | {"resample"},
+            inert=_VIDEO_INERT,
+            required=_VIDEO_REQUIRED,
+            resample=3,
+        )
+        shared = _hf_params({k: v for k, v in vp.items() if k in _VIDEO_SHARED})
+        for key, value in shared.items():
+            if image.get(key, value) != value:
+                raise mm.SpecError(
+                    f"{VIDEO_CONFIG} {key}={value!r} differs from the image processor's "
+                    f"{image[key]!r}: one value serves both here"
+                )
+        for key, param in _VIDEO_READ.items():
+            if vp.get(key) is not None:
+                out[param] = vp[key]
+    ident = files.added_tokens().get(VIDEO_PLACEHOLDER)
+    if ident is not None:
+        out["video_token_id"] = ident
+    if files.root is not None and mm.TOKENIZER_FILE in files:
+        out["tokenizer"] = str((files.root / mm.TOKENIZER_FILE).resolve())
+    return out
+
+
 def _image_token_id(files: mm.ModelDir, token_id: int | None) -> int:
     if token_id is not None:
         return int(token_id)
@@ -195,7 +248,9 @@ def spec_from_hf(
     """A ``kimi`` spec for a Kimi K2.5 model directory. ``resample`` picks the reference:
     ``"pil"`` (the checkpoint's processor) or ``"aten_u8"`` (transformers'); by default the
     one the directory's ``preprocessor_config.json`` belongs to. ``image_token_id`` overrides
-    ``config.json``'s ``media_placeholder_token_id``."""
+    ``config.json``'s ``media_placeholder_token_id``. Videos (transformers' layout only, under
+    ``"aten_u8"``) take ``video_preprocessor_config.json``'s sampling and patch budget, the
+    tokenizer's ``<|kimi_k25_video_placeholder|>`` id and the directory's ``tokenizer.json``."""
     files = mm.ModelDir.of(model)
     cfg = files.config
     kind = cfg.get("model_type")
@@ -219,6 +274,7 @@ def spec_from_hf(
                 "and the file has no media_proc_cfg"
             )
         params = _hf_params(pre)
+        params |= _video_params(files, params)
         default = "aten_u8"
     _vision_agrees(cfg, params)
     chosen = default if resample is None else resample

@@ -83,6 +83,29 @@ class KimiParams(mm.FamilyParams):
     image_token_id: int = Field(
         MEDIA_PAD_TOKEN_ID, ge=0, description="<|media_pad|>: the placeholder and image token"
     )
+    video_token_id: int | None = Field(
+        None,
+        ge=0,
+        description="<|kimi_k25_video_placeholder|>'s id in the model's tokenizer: a video's "
+        "placeholder and video token (videos are refused without it)",
+    )
+    media_begin_token_id: int = Field(MEDIA_BEGIN_TOKEN_ID, ge=0, description="<|media_begin|>")
+    media_content_token_id: int = Field(
+        MEDIA_CONTENT_TOKEN_ID, ge=0, description="<|media_content|>"
+    )
+    media_end_token_id: int = Field(MEDIA_END_TOKEN_ID, ge=0, description="<|media_end|>")
+    video_fps: float = Field(
+        2.0, gt=0, allow_inf_nan=False, description="frames sampled per second of video (fps)"
+    )
+    video_max_patches: int = Field(
+        4096, ge=1, description="the patch budget of each video frame (the video processor's)"
+    )
+    temporal_patch_size: int = Field(
+        4, ge=1, le=64, description="frames per video chunk (temporal_merge_kernel_size)"
+    )
+    tokenizer: mm.TokenizerPath | None = Field(
+        None, description="the model's tokenizer.json (or its folder): video timestamps' ids"
+    )
 
     @property
     def max_size_per_side(self) -> int:
@@ -90,6 +113,8 @@ class KimiParams(mm.FamilyParams):
 
     @model_validator(mode="after")
     def _exact(self) -> KimiParams:
+        if self.video_token_id is not None and self.video_token_id == self.image_token_id:
+            raise ValueError("video_token_id must differ from image_token_id")
         if self.resample == "pil":
             table = mm.Table.hf(self.image_mean, self.image_std, "pil").values
             ours = checkpoint_table(self.image_mean, self.image_std)

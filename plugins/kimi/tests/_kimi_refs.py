@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,17 +36,27 @@ SPECIAL = {
     "<|media_pad|>": 163605,
     "[UNK]": 163838,
     "[PAD]": 163839,
+    # Not one of K2.5's special tokens: an id chosen for these tests (a spec names the model's).
+    "<|kimi_k25_video_placeholder|>": 163700,
 }
 WORDS = ["user", "assistant", "image", "video", "Describe", "Compare", "and", "this", " ", "\n"]
+# Kimi's pre-tokenizer splits digits in runs of at most three and punctuation apart from them:
+# every such piece of an "HH:MM:SS.mmm" timestamp is in the vocabulary.
+PIECES = [":", "."] + [f"{i:0{w}d}" for w in (1, 2, 3) for i in range(10**w)]
+SPLIT = r"\p{N}{1,3}|[^\s\p{L}\p{N}]+|\p{L}+|\s"
+TOKENIZER_JSON = Path(__file__).parent / "fixtures" / "kimi_tokenizer" / "tokenizer.json"
+VIDEO_TOKEN_ID = SPECIAL["<|kimi_k25_video_placeholder|>"]
 
 #: What moonshotai/Kimi-K2.5's chat template writes for one image.
 IMAGE_CHUNK = "<|media_begin|>image<|media_content|><|media_pad|><|media_end|>"
 
 
 def tokenizer_object() -> Tokenizer:
-    vocab = {**{w: 1000 + i for i, w in enumerate(WORDS)}, **SPECIAL}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"\n| |[^\s]+"), behavior="isolated")
+    """A word-level tokenizer with Kimi's special-token ids and its digit splitting (also
+    saved as fixtures/kimi_tokenizer/tokenizer.json by gen_goldens.py, for the spec)."""
+    vocab = {w: 1000 + i for i, w in enumerate(WORDS + PIECES)}
+    tok = Tokenizer(models.WordLevel({**vocab, **SPECIAL}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(SPLIT), behavior="isolated")
     tok.add_special_tokens(list(SPECIAL))
     return tok
 

@@ -68,13 +68,3 @@ def test_a_missing_placeholder_is_a_layout_error() -> None:
     with mm.pipeline_from_spec({"family": "kimi"}) as pipe:
         with pytest.raises(mm.LayoutError, match="placeholder"):
             pipe.process(mm.MmInput(input_ids=[1000, 1001], images=[_png(make_input(CASES[7][1]))]))
-
-
-def test_videos_are_refused_naming_the_modality() -> None:
-    from sglang_mm_core.conformance.video import make_clip
-
-    with mm.pipeline_from_spec({"family": "kimi"}) as pipe:
-        with pytest.raises(mm.UnsupportedModalityError, match="does not accept videos"):
-            pipe.process(
-                mm.MmInput(input_ids=[1000, PAD], videos=[make_clip("libx264", 64, 48, 3)])
-            )

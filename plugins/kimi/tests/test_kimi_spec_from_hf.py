@@ -157,3 +157,43 @@ def test_the_example_spec_is_what_spec_from_hf_gives() -> None:
     spec = json.loads(example.read_text())
     built = KimiFamily.spec_from_hf(CHECKPOINT)
     assert spec["params"] == built["params"] and spec.get("decode") == built.get("decode")
+
+
+def test_the_transformers_layout_serves_videos(tmp_path: Path) -> None:
+    """With transformers' layout, the video processor's settings, the tokenizer's placeholder
+    id and its tokenizer.json make a spec that serves videos."""
+    from _kimi_refs import TOKENIZER_JSON, VIDEO_TOKEN_ID
+
+    video = {
+        "video_processor_type": "Kimi_K25VideoProcessor",
+        "fps": 2,
+        "max_patches": 4096,
+        "temporal_patch_size": 4,
+        "patch_size": 14,
+        "merge_size": 2,
+        "do_sample_frames": True,
+        "resample": 3,
+    }
+    files = {**HF_LAYOUT, "video_preprocessor_config.json": video}
+    for name, doc in files.items():
+        (tmp_path / name).write_text(json.dumps(doc))
+    (tmp_path / "tokenizer.json").write_bytes(TOKENIZER_JSON.read_bytes())
+    params = KimiFamily.spec_from_hf(tmp_path)["params"]
+    assert params["video_token_id"] == VIDEO_TOKEN_ID
+    assert params["tokenizer"] == str((tmp_path / "tokenizer.json").resolve())
+    assert (params["video_fps"], params["video_max_patches"], params["temporal_patch_size"]) == (
+        2,
+        4096,
+        4,
+    )
+    assert KimiFamily(params).tokenizer is not None
+    (tmp_path / "video_preprocessor_config.json").write_text(
+        json.dumps({**video, "patch_size": 16})
+    )
+    with pytest.raises(mm.SpecError, match="one value serves both"):
+        KimiFamily.spec_from_hf(tmp_path)
+    (tmp_path / "video_preprocessor_config.json").write_text(
+        json.dumps({**video, "do_sample_frames": False})
+    )
+    with pytest.raises(mm.SpecError, match="do_sample_frames"):
+        KimiFamily.spec_from_hf(tmp_path)
