@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageOps
 from skimage import data as skdata
 
 
@@ -41,3 +41,9 @@ def mosaic(size: tuple[int, int], cols: int, rows: int, first: int = 0) -> bytes
         )
         canvas.paste(tile, ((k % cols) * tw, (k // cols) * th))
     return jpeg(canvas)
+
+
+def hf_load(data: bytes) -> Image.Image:
+    """What HF's ``load_image`` does with bytes: Pillow decode, EXIF transpose, RGB."""
+    im: Image.Image = Image.open(io.BytesIO(data))
+    return ImageOps.exif_transpose(im).convert("RGB")

@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PIL import Image, ImageOps
+from PIL import Image
 
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 warnings.simplefilter("ignore")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins" / "kimi" / "tests"))
 
-from _images import mosaic  # noqa: E402
+from _images import hf_load, mosaic  # noqa: E402
 from _kimi_corpus import CASES, make_input  # noqa: E402
 from _kimi_refs import checkpoint_pixels  # noqa: E402
 from _timing import interleaved  # noqa: E402
@@ -79,12 +79,6 @@ def end_to_end(name: str, data: bytes, repeat: int) -> None:
         "decode-only (target >= 5x or <= 1.5x)"
     )
     torch_compare(name, data, repeat)
-
-
-def hf_load(data: bytes) -> Image.Image:
-    """What HF's load_image does with bytes: Pillow decode, EXIF transpose, RGB."""
-    im: Image.Image = Image.open(io.BytesIO(data))
-    return ImageOps.exif_transpose(im).convert("RGB")
 
 
 def torch_compare(name: str, data: bytes, repeat: int) -> None:

@@ -1,15 +1,25 @@
-"""The core's plugin conformance suite, on both references and a small patch budget."""
+"""The core's plugin conformance suite: both references, a small patch budget, and every
+shipped example spec (through the installed plugin)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from sglang_mm_kimi import KimiFamily
 
 from sglang_mm_core.conformance import ConformanceTarget, parametrize_with_checks
 
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+SPECS = sorted(EXAMPLES.glob("kimi*/spec.json"))
 ATEN = ConformanceTarget.from_family(KimiFamily, {"resample": "aten_u8"})
 SMALL = ConformanceTarget.from_family(KimiFamily, {"max_patches": 256})
+TARGETS = [KimiFamily, ATEN, SMALL, *(ConformanceTarget.from_spec(p) for p in SPECS)]
 
 
-@parametrize_with_checks([KimiFamily, ATEN, SMALL])
+def test_examples_are_shipped() -> None:
+    assert [p.parent.name for p in SPECS] == ["kimi_k2_5"]
+
+
+@parametrize_with_checks(TARGETS)
 def test_conformance(target, check):  # type: ignore[no-untyped-def]
     check(target)
