@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from transformers.models.kimi_k25.image_processing_kimi_k25 import Kimi_K25ImageProcessor
 
 from sglang_mm_core import hf as mmhf
@@ -65,8 +66,6 @@ class Kimi_K25ImageProcessorSglangMm(mmhf.ImageProcessor, Kimi_K25ImageProcessor
     ) -> dict[str, Any]:
         if not items:
             raise KernelArgumentError("no images: Kimi_K25ImageProcessor needs at least one")
-        import numpy as np
-
         grids = np.concatenate([it.aux["image_grid_thw"].array for it in items], axis=0)
         return {
             "pixel_values": mmhf.concat([mmhf.feature_array(it) for it in items]),
