@@ -254,19 +254,25 @@ class Pipeline:
         self._takes_images = "image" in fam.modalities
         self._takes_videos = "video" in fam.modalities
         self._video_placeholder: Placeholder | None = None
+        # Why this instance takes no videos though its family does (its params lack something
+        # a video needs): the family's own words, raised for every request with videos.
+        self._video_refusal: UnsupportedModalityError | None = None
         if self._takes_videos:
             try:
                 vph = fam.video_placeholder()
+            except UnsupportedModalityError as e:
+                self._takes_videos, self._video_refusal = False, e
             except MmError:
                 raise
             except Exception as e:
                 raise _plugin_error(fam, "video_placeholder()", e) from e
-            if not isinstance(vph, Placeholder) or vph.token == self._placeholder.token:
-                raise PluginError(
-                    f"family {fam.name!r}: video_placeholder() must be a Placeholder whose "
-                    "token differs from the image placeholder's"
-                )
-            self._video_placeholder = vph
+            else:
+                if not isinstance(vph, Placeholder) or vph.token == self._placeholder.token:
+                    raise PluginError(
+                        f"family {fam.name!r}: video_placeholder() must be a Placeholder whose "
+                        "token differs from the image placeholder's"
+                    )
+                self._video_placeholder = vph
 
     # -- lifecycle -------------------------------------------------------------------------
     @property
@@ -496,6 +502,8 @@ class Pipeline:
 
     def _refused(self, what: str) -> UnsupportedModalityError:
         fam = self.family
+        if what == "videos" and self._video_refusal is not None:
+            return UnsupportedModalityError(str(self._video_refusal))
         return UnsupportedModalityError(
             f"family {fam.name!r} does not accept {what} (it accepts: "
             f"{', '.join(sorted(fam.modalities)) or 'nothing'})"

@@ -294,6 +294,26 @@ def test_a_video_family_states_its_placeholder() -> None:
         pipeline_from_spec({"family": "video_no_placeholder"}, registry=reg)
 
 
+class VideoNeedsAParam(ToyFamily):
+    name = "video_needs_a_param"
+    modalities = frozenset({"image", "video"})
+
+    def video_placeholder(self) -> Placeholder:
+        raise UnsupportedModalityError("videos need the spec param 'video_token_id'")
+
+
+def test_an_instance_without_what_videos_need_refuses_them_in_its_words() -> None:
+    """The family's UnsupportedModalityError from video_placeholder: images are served, every
+    request with videos (processed or counted) is refused with it, before any fetch."""
+    reg = Registry()
+    reg.register_family(VideoNeedsAParam)
+    with pipeline_from_spec({"family": "video_needs_a_param"}, registry=reg) as p:
+        assert p.process(MmInput(prompt(1), [png_bytes(images(1)[0])])).items
+        for call in (p.process, p.count_tokens):
+            with pytest.raises(UnsupportedModalityError, match=r"^videos need the spec param"):
+                call(MmInput(prompt(0), videos=["/no/such/file.mp4"]))
+
+
 def test_max_items_before_any_fetch(registry: Registry) -> None:
     # were these fetched, the first would be a FetchError (no such file)
     srcs = ["/no/such/file.png", "/no/such/other.png", "/no/such/third.png"]

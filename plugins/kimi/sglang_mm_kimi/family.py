@@ -94,10 +94,15 @@ class KimiFamily(mm.Family[KimiParams]):
         return plan_video(self.params, video, options, self.tokenizer)
 
     def video_placeholder(self) -> mm.Placeholder:
-        """``<|kimi_k25_video_placeholder|>``; without its id no prompt holds one (-1), so a
-        request with a video is a `LayoutError`, and `video_plan` names the missing param."""
+        """``<|kimi_k25_video_placeholder|>``; without its id the pipeline refuses every video
+        with this error, which names the param."""
         token = self.params.video_token_id
-        return mm.Placeholder(-1 if token is None else token)
+        if token is None:
+            raise mm.UnsupportedModalityError(
+                "Kimi K2.5 videos need the spec param 'video_token_id': the id of "
+                "<|kimi_k25_video_placeholder|> in the model's tokenizer"
+            )
+        return mm.Placeholder(token)
 
     def aux(self, plan: mm.Plan) -> Mapping[str, mm.Tensor]:
         grid = np.array([plan.geometry.grid], dtype=np.int64)

@@ -119,9 +119,13 @@ def test_videos_need_the_token_id_and_the_tokenizer() -> None:
     with mm.pipeline_from_spec({"family": "kimi", "params": params}) as pipe:
         with pytest.raises(mm.UnsupportedModalityError, match="'tokenizer'"):
             pipe.process(mm.MmInput([1000, VIDEO_TOKEN_ID], videos=[clip]))
-    with mm.pipeline_from_spec({"family": "kimi"}) as pipe:  # no video_token_id: no placeholder
-        with pytest.raises(mm.LayoutError, match="video"):
-            pipe.process(mm.MmInput([1000, VIDEO_TOKEN_ID], videos=[clip]))
+    with mm.pipeline_from_spec({"family": "kimi"}) as pipe:  # no video_token_id
+        for call in (pipe.process, pipe.count_tokens):
+            with pytest.raises(mm.UnsupportedModalityError, match="'video_token_id'"):
+                call(mm.MmInput([1000, VIDEO_TOKEN_ID], videos=[clip]))
+        png = io.BytesIO()  # images are served all the same
+        Image.new("RGB", (64, 48)).save(png, format="PNG")
+        assert pipe.process(mm.MmInput([1000, 163605], images=[png.getvalue()])).items
     assert KimiFamily().plan(64, 48).content == 6  # images need neither (84x56: 4 x 6 patches)
 
 
