@@ -172,7 +172,6 @@ def _vision_agrees(cfg: Mapping[str, Any], params: Mapping[str, Any]) -> None:
 
 
 VIDEO_PLACEHOLDER = "<|kimi_k25_video_placeholder|>"
-VIDEO_CONFIG = "video_preprocessor_config.json"
 # Kimi_K25VideoProcessor's settings: read into the video params, or required to agree with the
 # image settings (one patch size, merge and normalize serve both), or inert.
 _VIDEO_READ = {
@@ -192,30 +191,38 @@ _VIDEO_REQUIRED = {
 
 
 def _video_params(files: mm.ModelDir, image: Mapping[str, Any]) -> dict[str, Any]:
-    """The video params of transformers' layout: ``video_preprocessor_config.json`` (when the
-    directory has one; else the class defaults), the tokenizer's
-    ``<|kimi_k25_video_placeholder|>`` id, and the directory's ``tokenizer.json`` (the chunk
-    timestamps' tokenizer)."""
+    """The video params of transformers' layout: the video processor's settings where
+    ``AutoVideoProcessor`` finds them (``ModelDir.processor_settings``: with no file of their
+    own, the image processor's ``preprocessor_config.json`` serves the videos too, its
+    ``max_patches`` included, as transformers builds ``Kimi_K25VideoProcessor`` from it), the
+    tokenizer's ``<|kimi_k25_video_placeholder|>`` id, and the directory's ``tokenizer.json``
+    (the chunk timestamps' tokenizer)."""
     out: dict[str, Any] = {}
-    vp = files.get(VIDEO_CONFIG)
-    if vp is not None:
+    where, vp = files.processor_settings("video")
+    try:
         mm.check_hf_settings(
             vp,
-            handled=set(_VIDEO_READ) | _VIDEO_SHARED | set(_VIDEO_REQUIRED) | {"resample"},
+            handled=set(_VIDEO_READ)
+            | _VIDEO_SHARED
+            | set(_VIDEO_REQUIRED)
+            | _HF_HANDLED
+            | {"resample"},
             inert=_VIDEO_INERT,
             required=_VIDEO_REQUIRED,
             resample=3,
         )
-        shared = _hf_params({k: v for k, v in vp.items() if k in _VIDEO_SHARED})
-        for key, value in shared.items():
-            if image.get(key, value) != value:
-                raise mm.SpecError(
-                    f"{VIDEO_CONFIG} {key}={value!r} differs from the image processor's "
-                    f"{image[key]!r}: one value serves both here"
-                )
-        for key, param in _VIDEO_READ.items():
-            if vp.get(key) is not None:
-                out[param] = vp[key]
+    except mm.SpecError as e:
+        raise mm.SpecError(f"{where}: {e}") from None
+    shared = _hf_params({k: v for k, v in vp.items() if k in _VIDEO_SHARED})
+    for key, value in shared.items():
+        if image.get(key, value) != value:
+            raise mm.SpecError(
+                f"{where} {key}={value!r} differs from the image processor's "
+                f"{image[key]!r}: one value serves both here"
+            )
+    for key, param in _VIDEO_READ.items():
+        if vp.get(key) is not None:
+            out[param] = vp[key]
     ident = files.added_tokens().get(VIDEO_PLACEHOLDER)
     if ident is not None:
         out["video_token_id"] = ident
@@ -249,7 +256,7 @@ def spec_from_hf(
     ``"pil"`` (the checkpoint's processor) or ``"aten_u8"`` (transformers'); by default the
     one the directory's ``preprocessor_config.json`` belongs to. ``image_token_id`` overrides
     ``config.json``'s ``media_placeholder_token_id``. Videos (transformers' layout only, under
-    ``"aten_u8"``) take ``video_preprocessor_config.json``'s sampling and patch budget, the
+    ``"aten_u8"``) take the video processor's sampling and patch budget, the
     tokenizer's ``<|kimi_k25_video_placeholder|>`` id and the directory's ``tokenizer.json``."""
     files = mm.ModelDir.of(model)
     cfg = files.config
@@ -258,7 +265,7 @@ def spec_from_hf(
         raise mm.SpecError(
             f"config.json model_type {kind!r} is not Kimi K2.5's ({sorted(MODEL_TYPES)})"
         )
-    pre = files.preprocessor_config
+    _, pre = files.processor_settings("image")
     section = pre.get("media_proc_cfg")
     if section is not None:
         if not isinstance(section, Mapping):

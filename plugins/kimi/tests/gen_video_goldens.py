@@ -8,7 +8,7 @@ recorded), written to a file, and its path handed to ``Kimi_K25Processor`` as a 
 
 so HF reads the clip (``load_video`` with PyAV: transformers 5.23 picks torchcodec, which this
 venv lacks, so the video processor's ``fetch_videos`` is HF's own with ``backend="pyav"``, as
-plugins/qwen_vl/tests/gen_video_request_goldens.py sets it), samples its frames
+``sglang_mm_core.conformance.video.hf_reads_with_pyav`` sets it), samples its frames
 (``BaseVideoProcessor.sample_frames``), cuts them into chunks of 4, resizes and pads each frame
 (torchvision), and writes each chunk's timestamp, ``<|media_begin|>video<|media_content|>``, its
 video tokens and ``<|media_end|>`` into the text, tokenized as a whole.
@@ -21,6 +21,7 @@ fixtures/video_goldens.json with every version."""
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import platform
 import sys
@@ -32,10 +33,23 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parents[1] / "qwen_vl" / "tests"))
 from _kimi_corpus import make_input  # noqa: E402
 from _kimi_refs import TOKENIZER_JSON, tokenizer_object  # noqa: E402
-from gen_video_request_goldens import make_clip, pyav_fetch_videos  # noqa: E402
+
+
+def _load_clips() -> Any:
+    """The core's conformance/video.py, loaded from its file (the torch venv has no sglang-mm:
+    it needs only numpy and PyAV)."""
+    path = HERE.parents[2] / "sglang_mm_core" / "conformance" / "video.py"
+    spec = importlib.util.spec_from_file_location("_conformance_video", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+clips = _load_clips()
+make_clip = clips.make_clip
 
 OUT = HERE / "fixtures" / "video_goldens.json"
 V = "<|kimi_k25_video_placeholder|>"
@@ -114,7 +128,7 @@ def main() -> None:
         tokenizer_file=str(TOKENIZER_JSON), unk_token="[UNK]", pad_token="[PAD]"
     )
     video_processor = Kimi_K25VideoProcessor()
-    pyav_fetch_videos(video_processor)
+    clips.hf_reads_with_pyav(video_processor)
     processor = Kimi_K25Processor(
         image_processor=Kimi_K25ImageProcessor(), tokenizer=tok, video_processor=video_processor
     )

@@ -197,3 +197,21 @@ def test_the_transformers_layout_serves_videos(tmp_path: Path) -> None:
     )
     with pytest.raises(mm.SpecError, match="do_sample_frames"):
         KimiFamily.spec_from_hf(tmp_path)
+
+
+def test_video_settings_are_found_where_transformers_finds_them() -> None:
+    """processor_config.json's video_processor section first, then
+    video_preprocessor_config.json, then the image processor's own file, whose max_patches
+    the video processor then takes (AutoVideoProcessor builds Kimi_K25VideoProcessor from it)."""
+    only_image = KimiFamily.spec_from_hf(HF_LAYOUT)["params"]
+    assert only_image["video_max_patches"] == 16384
+    video = {"video_processor_type": "Kimi_K25VideoProcessor", "max_patches": 2048, "fps": 1}
+    nested = {**HF_LAYOUT, "processor_config.json": {"video_processor": video}}
+    nested["video_preprocessor_config.json"] = {**video, "max_patches": 1024}
+    p = KimiFamily.spec_from_hf(nested)["params"]
+    assert (p["video_max_patches"], p["video_fps"]) == (2048, 1)
+    del nested["processor_config.json"]
+    assert KimiFamily.spec_from_hf(nested)["params"]["video_max_patches"] == 1024
+    nested["video_preprocessor_config.json"] = {**video, "do_pad": True}
+    with pytest.raises(mm.SpecError, match=r"video_preprocessor_config\.json: .*'do_pad'"):
+        KimiFamily.spec_from_hf(nested)
