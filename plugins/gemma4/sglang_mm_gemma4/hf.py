@@ -57,6 +57,9 @@ VIDEO_DEFAULTS: dict[str, Any] = {
     "pooling_kernel_size": 3,
 }
 VIDEO_TOKEN = "<|video|>"
+# The patch geometry the image processor shares with the vision tower: {setting: (config.json
+# vision_config key, default)}.
+_GEOMETRY = {"patch_size": ("patch_size", 16), "pooling_kernel_size": ("pooling_kernel_size", 3)}
 # (spec param, config.json key, tokenizer_config.json name of the token)
 _TOKENS = (
     ("boi_token_id", "boi_token_id", "boi_token", BOI_TOKEN_ID),
@@ -172,21 +175,6 @@ def _token_ids(files: mm.ModelDir, token_ids: Mapping[str, Any]) -> dict[str, in
     return out
 
 
-def _vision_agrees(cfg: Mapping[str, Any], pre: Mapping[str, Any], key: str, default: int) -> int:
-    """The image processor's ``key``, refused when ``config.json``'s ``vision_config`` (what
-    the vision tower was built with) says otherwise."""
-    value = _get(pre, key, default)
-    vision = cfg.get("vision_config")
-    tower = vision.get(key) if isinstance(vision, Mapping) else None
-    if tower is not None and tower != value:
-        raise mm.SpecError(
-            f"image processor {key} {value} disagrees with config.json vision_config {key} {tower}"
-        )
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise mm.SpecError(f"image processor {key}={value!r} must be an integer")
-    return value
-
-
 def _video_params(files: mm.ModelDir, image: Mapping[str, Any]) -> dict[str, Any]:
     """The ``video_*`` params (and the video token id) from the video processor's settings,
     which must agree with the image processor's where the family shares one value."""
@@ -213,8 +201,8 @@ def _video_params(files: mm.ModelDir, image: Mapping[str, Any]) -> dict[str, Any
         "video_num_frames": get("num_frames"),
         "video_do_sample_frames": get("do_sample_frames"),
         "video_do_normalize": get("do_normalize"),
-        "video_image_mean": _triple(get("image_mean")),
-        "video_image_std": _triple(get("image_std")),
+        "video_image_mean": list(mm.hf_channels(vp, "image_mean", (0.0, 0.0, 0.0))),
+        "video_image_std": list(mm.hf_channels(vp, "image_std", (1.0, 1.0, 1.0))),
     }
 
 
@@ -233,10 +221,6 @@ def _video_token_id(files: mm.ModelDir, token_ids: Mapping[str, Any]) -> int:
             f"= {ident} (Gemma4Processor would expand the prompt with {ident})"
         )
     return value
-
-
-def _triple(v: Any) -> list[float]:
-    return [float(v)] * 3 if isinstance(v, (int, float)) else [float(x) for x in v]
 
 
 def spec_from_hf(
@@ -263,14 +247,13 @@ def spec_from_hf(
     try:
         params: dict[str, Any] = {
             "resample": resample,
-            "patch_size": _vision_agrees(cfg, pre, "patch_size", 16),
+            **mm.vision_geometry(pre, cfg, _GEOMETRY),
             "max_soft_tokens": _get(pre, "max_soft_tokens", 280),
-            "pooling_kernel_size": _vision_agrees(cfg, pre, "pooling_kernel_size", 3),
             "do_rescale": _get(pre, "do_rescale", True),
             "rescale_factor": _get(pre, "rescale_factor", 1 / 255),
             "do_normalize": _get(pre, "do_normalize", False),
-            "image_mean": _triple(_get(pre, "image_mean", [0.0] * 3)),
-            "image_std": _triple(_get(pre, "image_std", [1.0] * 3)),
+            "image_mean": list(mm.hf_channels(pre, "image_mean", (0.0, 0.0, 0.0))),
+            "image_std": list(mm.hf_channels(pre, "image_std", (1.0, 1.0, 1.0))),
             **_token_ids(files, ids),
             "video_token_id": video_id,
         }

@@ -181,8 +181,8 @@ def test_resample_picks_the_backend_and_token_ids_override() -> None:
         ({"max_soft_tokens": 300}, "max_soft_tokens must be one of"),
         ({"rescale_factor": 0}, "rescale_factor"),
         ({"image_mean": [0.5, 0.5]}, "image_mean"),
-        ({"patch_size": 14}, "patch_size 14 disagrees with config.json vision_config"),
-        ({"pooling_kernel_size": 4}, "pooling_kernel_size 4 disagrees"),
+        ({"patch_size": 14}, "patch_size=14 disagrees with config.json vision_config"),
+        ({"pooling_kernel_size": 4}, "pooling_kernel_size=4 disagrees"),
     ],
 )
 def test_what_cannot_be_matched_is_refused(change: dict[str, Any], words: str) -> None:

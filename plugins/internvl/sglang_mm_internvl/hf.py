@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sglang_mm_core.plugin import ModelDir, SpecError, check_hf_settings
+from sglang_mm_core.plugin import ModelDir, SpecError, check_hf_settings, hf_channels
 
 from .params import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD, InternVLParams
 
@@ -79,17 +79,6 @@ def _tile_size(pp: Mapping[str, Any]) -> int:
             f"preprocessor setting size={size!r} is not square; only square tiles are supported"
         )
     return int(size["height"])
-
-
-def _triple(pp: Mapping[str, Any], key: str, default: tuple[float, float, float]) -> Any:
-    value = pp.get(key)
-    if value is None:
-        return default
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return (value, value, value)
-    if isinstance(value, list) and len(value) == 3:
-        return tuple(value)
-    raise SpecError(f"preprocessor setting {key}={value!r} must be 3 numbers")
 
 
 def _side(value: Any, what: str) -> int:
@@ -190,8 +179,8 @@ def spec_from_hf(
         "crop_to_patches": True,
         "min_patches": pp.get("min_patches", 1),
         "max_patches": pp.get("max_patches", 12),
-        "image_mean": _triple(pp, "image_mean", IMAGENET_DEFAULT_MEAN),
-        "image_std": _triple(pp, "image_std", IMAGENET_DEFAULT_STD),
+        "image_mean": hf_channels(pp, "image_mean", IMAGENET_DEFAULT_MEAN),
+        "image_std": hf_channels(pp, "image_std", IMAGENET_DEFAULT_STD),
         "image_seq_length": seq,
         "image_token_id": image_token_id,
         "start_image_token_id": start,

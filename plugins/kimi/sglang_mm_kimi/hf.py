@@ -76,14 +76,6 @@ def _int(value: Any, key: str) -> int:
     return value
 
 
-def _triple(value: Any, key: str) -> list[float]:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return [float(value)] * 3
-    if isinstance(value, (list, tuple)) and len(value) == 3:
-        return [float(v) for v in value]
-    raise mm.SpecError(f"{key}={value!r} must be 3 numbers")
-
-
 def _merge(value: Any, key: str) -> int:
     """``merge_kernel_size``: one int, or ``[m, m]`` as the vision config stores it."""
     if isinstance(value, (list, tuple)):
@@ -124,7 +116,7 @@ def _checkpoint_params(cfg: Mapping[str, Any]) -> dict[str, Any]:
         out["size"] = {"max_height": side, "max_width": side}
     for key in ("image_mean", "image_std"):
         if cfg.get(key) is not None:
-            out[key] = _triple(cfg[key], key)
+            out[key] = list(mm.hf_channels(cfg, key, (0.0, 0.0, 0.0)))
     return out
 
 
@@ -147,7 +139,7 @@ def _hf_params(pre: Mapping[str, Any]) -> dict[str, Any]:
         out["size"] = dict(size)
     for key in ("image_mean", "image_std"):
         if pre.get(key) is not None:
-            out[key] = _triple(pre[key], key)
+            out[key] = list(mm.hf_channels(pre, key, (0.0, 0.0, 0.0)))
     return out
 
 

@@ -14,7 +14,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sglang_mm_core.plugin import CLIP_MEAN, CLIP_STD, ModelDir, SpecError, check_hf_settings
+from sglang_mm_core.plugin import (
+    CLIP_MEAN,
+    CLIP_STD,
+    ModelDir,
+    SpecError,
+    check_hf_settings,
+    hf_channels,
+)
 
 from .params import PixtralParams
 
@@ -73,17 +80,6 @@ def _longest_edge(pp: Mapping[str, Any]) -> int:
             f"preprocessor setting size={size!r} is not supported (only {{'longest_edge': n}})"
         )
     return int(size["longest_edge"])
-
-
-def _triple(pp: Mapping[str, Any], key: str, default: tuple[float, ...]) -> Any:
-    value = pp.get(key)
-    if value is None:
-        return default
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return (value, value, value)
-    if isinstance(value, list) and len(value) == 3:
-        return tuple(value)
-    raise SpecError(f"preprocessor setting {key}={value!r} must be 3 numbers")
 
 
 def _agree(name: str, values: dict[str, Any], default: int) -> int:
@@ -170,8 +166,8 @@ def spec_from_hf(
         "patch_size": patch,
         "spatial_merge_size": merge,
         "longest_edge": _longest_edge(pp),
-        "image_mean": _triple(pp, "image_mean", CLIP_MEAN),
-        "image_std": _triple(pp, "image_std", CLIP_STD),
+        "image_mean": hf_channels(pp, "image_mean", CLIP_MEAN),
+        "image_std": hf_channels(pp, "image_std", CLIP_STD),
         "resample": resample,
         **_special_ids(cfg, proc, tokens),
     }
