@@ -24,6 +24,7 @@ from ._family import Family
 from ._layout import TokenLayout, apply_layout, check_placeholders, layout_by_placeholder_kinds
 from ._plan import Placeholder, Plan
 from ._positions import MRope, Rope1D
+from ._source_mode import check_source_mode
 from ._spec import ResolvedSpec, Spec, load_spec
 from ._threads import resolve_threads
 from ._video import check_decoded_bytes
@@ -238,6 +239,9 @@ class Pipeline:
             "max_side": s.limits.max_image_side,
         }
         self._max_items = s.limits.max_items
+        modes = s.decode.source_modes
+        self._source_modes = None if modes is None else frozenset(modes)
+        self._source_modes_reason = spec.source_modes_reason
         fam = self.family
         try:
             self._placeholder: Placeholder = fam._compiled().placeholder
@@ -415,6 +419,8 @@ class Pipeline:
                 if src.video is not None:
                     plans.append(self._video_plan_of_header(src.data, src.video))
                     continue
+                if self._source_modes is not None:  # refused here as `process` refuses it
+                    check_source_mode(src.data, self._source_modes, self._source_modes_reason)
                 # The limits are checked by the kernels' one rule, as the decoder does.
                 w, h = _native.image_dimensions(
                     src.data, exif, limits.max_image_pixels, limits.max_image_side
@@ -561,6 +567,8 @@ class Pipeline:
     ) -> ProcessedItem:
         if job.video is not None:
             return self._compute_video(data, compact, job, job.video)
+        if self._source_modes is not None:  # the spec's decode policy, before any pixel
+            check_source_mode(data, self._source_modes, self._source_modes_reason)
         image = _native.image_decode_rgb(data, **self._decode_kw)
         fam = self.family
         try:

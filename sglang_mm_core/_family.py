@@ -24,7 +24,7 @@ from typing import (
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from ._carriers import ProcessedItem, Tensor
 from ._features import Features, Table, Writer
@@ -38,6 +38,7 @@ from ._layout import (
 )
 from ._plan import Placeholder, Plan
 from ._positions import MRope, Rope1D
+from ._source_mode import canonical_source_modes
 from .errors import MmRequestError, PluginError
 
 if TYPE_CHECKING:
@@ -49,12 +50,24 @@ if TYPE_CHECKING:
 
 
 class DecodeDefaults(BaseModel):
-    """A family's reference decode behaviour, used where the spec's ``decode`` is silent."""
+    """A family's reference decode behaviour, used where the spec's ``decode`` is silent.
+
+    ``source_modes``: the source modes (`SOURCE_MODES` labels: Pillow's mode, with
+    ``+transparency``) whose images the family reproduces; the driver refuses the others
+    before decoding them, with a `DecodeError` naming the mode and ``source_modes_reason``.
+    None accepts every image."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     alpha: Literal["white", "drop"] = "white"
     exif_orientation: bool = True
+    source_modes: tuple[str, ...] | None = None
+    source_modes_reason: str | None = None
+
+    @field_validator("source_modes")
+    @classmethod
+    def _known_modes(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return None if value is None else canonical_source_modes(value)
 
 
 class FamilyParams(BaseModel):
@@ -159,6 +172,13 @@ class Family(ABC, Generic[P]):
         raise NotImplementedError(
             f"family {self.name!r} declares no resample in features() and no kernel()"
         )
+
+    @classmethod
+    def decode_defaults_for(cls, params: P) -> DecodeDefaults:
+        """The decode defaults of a spec with these validated ``params`` (`decode_defaults`
+        unless the family overrides this): for a family whose params select references that
+        decode differently, e.g. one that accepts fewer source modes."""
+        return cls.decode_defaults
 
     def placeholder(self) -> Placeholder:
         """The prompt token each item replaces (``params.image_token_id`` by default) and

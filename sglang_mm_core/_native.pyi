@@ -25,6 +25,7 @@ def image_dimensions(
     max_pixels: int | None = None,
     max_side: int | None = None,
 ) -> tuple[int, int]: ...
+def image_source_mode(data: Buffer) -> tuple[str, bool, str]: ...
 def resize_rgb(
     arr: npt.NDArray[np.uint8],
     out_w: int,

@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
 from . import _native
-from ._family import Family, FamilyParams
-from .errors import SpecError
+from ._family import DecodeDefaults, Family, FamilyParams
+from ._source_mode import canonical_source_modes
+from .errors import PluginError, SpecError
 
 if TYPE_CHECKING:
     from ._registry import Registry
@@ -71,6 +72,18 @@ class DecodeOptions(_Strict):
     exif_orientation: bool | None = Field(
         None, description="Apply the EXIF orientation tag; null = the family's default."
     )
+    source_modes: tuple[str, ...] | None = Field(
+        None,
+        description="The source modes accepted (Pillow's mode an image opens in, with "
+        "'+transparency' where Pillow reads a transparency entry: 'RGB', 'L', "
+        "'P+transparency', ...); any other image is refused before it is decoded. "
+        "null = the family's default (most families accept every image).",
+    )
+
+    @field_validator("source_modes")
+    @classmethod
+    def _known_modes(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return None if value is None else canonical_source_modes(value)
 
 
 class FetchPolicy(_Strict):
@@ -128,6 +141,9 @@ class ResolvedSpec:
     spec: Spec
     family: type[Family[Any]]
     params: FamilyParams
+    #: Why the family refuses the source modes it leaves out (its `DecodeDefaults`), when
+    #: the spec's ``decode.source_modes`` is the family's own; None otherwise.
+    source_modes_reason: str | None = None
 
     @property
     def canonical_json(self) -> str:
@@ -211,17 +227,30 @@ def load_spec(
     if problems:
         raise SpecError("invalid spec: " + "; ".join(problems))
     assert top is not None and family_cls is not None and params is not None
-    defaults = family_cls.decode_defaults
+    try:
+        defaults = family_cls.decode_defaults_for(params)
+    except Exception as e:
+        raise PluginError(
+            f"family {family_cls.name!r} failed in decode_defaults_for: {type(e).__name__}: {e}"
+        ) from e
+    if not isinstance(defaults, DecodeDefaults):
+        raise PluginError(
+            f"family {family_cls.name!r}: decode_defaults_for() must return DecodeDefaults"
+        )
+    given = top.decode
+    modes = given.source_modes if given.source_modes is not None else defaults.source_modes
     decode = DecodeOptions(
-        alpha=top.decode.alpha if top.decode.alpha is not None else defaults.alpha,
+        alpha=given.alpha if given.alpha is not None else defaults.alpha,
         exif_orientation=(
-            top.decode.exif_orientation
-            if top.decode.exif_orientation is not None
+            given.exif_orientation
+            if given.exif_orientation is not None
             else defaults.exif_orientation
         ),
+        source_modes=modes,
     )
     resolved = top.model_copy(update={"params": params.model_dump(mode="json"), "decode": decode})
-    return ResolvedSpec(resolved, family_cls, params)
+    reason = defaults.source_modes_reason if modes == defaults.source_modes else None
+    return ResolvedSpec(resolved, family_cls, params, reason)
 
 
 def spec_json_schema(family: type[Family[Any]]) -> dict[str, Any]:

@@ -11,6 +11,8 @@ import numpy.typing as npt
 
 from . import _native
 from ._fetch import fetch_bytes
+from ._source_mode import SOURCE_MODES, SourceMode
+from ._source_mode import image_source_mode as _image_source_mode
 from .errors import KernelArgumentError
 
 Buffer = bytes | bytearray | memoryview
@@ -78,6 +80,15 @@ def image_dimensions(
     return _native.image_dimensions(data, exif_orientation, max_pixels, max_side)
 
 
+def image_source_mode(data: Buffer) -> SourceMode:
+    """The mode Pillow 13 opens the image in (``"RGB"``, ``"L"``, ``"P"``, ``"RGBA"``,
+    ``"LA"``, ``"CMYK"``, ``"1"``, ``"I;16"``) and whether it reads a transparency entry
+    (``"transparency"`` in ``info``: a PNG's tRNS, a GIF's transparent index), from the header
+    alone: a `SourceMode`, whose ``label`` is the spelling of the spec's
+    ``decode.source_modes``. Bytes the decoder cannot open raise its `DecodeError`."""
+    return _image_source_mode(data)
+
+
 def resize_rgb(
     arr: npt.NDArray[np.uint8],
     out_w: int,
@@ -130,12 +141,15 @@ __all__ = [
     "DEFAULT_MAX_SIDE",
     "IMAGENET_STANDARD_MEAN",
     "IMAGENET_STANDARD_STD",
+    "SOURCE_MODES",
+    "SourceMode",
     "as_rgb",
     "base64_decode",
     "content_hash",
     "fetch_bytes",
     "image_decode_rgb",
     "image_dimensions",
+    "image_source_mode",
     "resize_rgb",
     "scaled_dims",
 ]

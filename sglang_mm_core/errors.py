@@ -4,7 +4,8 @@ with a single ``except`` per class, and every message says which item and which 
 Besides the message, errors carry what a program needs without parsing it: ``item`` and
 ``source_kind`` (which request item), ``status`` (the HTTP status, when the error was rebuilt
 from a server answer), and per class the structured fields of `fields` (``LimitError``: the
-limit's name, its value and the offending value; ``DecodeError``: the detected format)."""
+limit's name, its value and the offending value; ``DecodeError``: the detected format and a
+refused source mode)."""
 
 from __future__ import annotations
 
@@ -92,9 +93,11 @@ class DecodeError(MmRequestError):
 
     ``format``: the format detected from the magic bytes (``"PNG"``; for a format we do not
     decode, its name, e.g. ``"TIFF"``), None when nothing was recognised. ``unsupported``:
-    True when the format is not one we decode (else the data was broken)."""
+    True when the format is not one we decode (else the data was broken). ``source_mode``:
+    the image's source mode label (``"RGBA"``, ``"P+transparency"``) when the spec's
+    ``decode.source_modes`` refused it, else None."""
 
-    field_names = ("format", "unsupported")
+    field_names = ("format", "unsupported", "source_mode")
 
     def __init__(
         self,
@@ -102,11 +105,13 @@ class DecodeError(MmRequestError):
         *,
         format: str | None = None,
         unsupported: bool | None = None,
+        source_mode: str | None = None,
         **kw: Any,
     ) -> None:
         super().__init__(message, **kw)
         self.format = format
         self.unsupported = unsupported
+        self.source_mode = source_mode
 
 
 class LimitError(MmRequestError):

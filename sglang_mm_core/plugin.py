@@ -10,6 +10,8 @@ form and the item itself from those two answers. The modules behind these names 
 
 - the contract: `Family`, `FamilyParams`, `DecodeDefaults`, `Plan`, `Placeholder`, `Size`,
   `DEFAULT_CONFORMANCE_SIZES`;
+- the source modes a family's decode defaults may restrict (`DecodeDefaults.source_modes`):
+  `SOURCE_MODES` (every label) and `SourceMode` (what `common.image_source_mode` reports);
 - video, for a family whose ``modalities`` hold ``"video"``: `VideoHeader` (what
   `Family.video_plan` reads), `VideoOptions` (a request's per-video options), `VideoPlan`
   (what it answers) and `unsupported_option` (its error for an option it cannot honour);
@@ -71,6 +73,7 @@ from ._plan import Placeholder, Plan
 from ._positions import MRope, Rope1D, mrope_positions, token_runs
 from ._registry import hookimpl
 from ._sizes import temporal_smart_resize
+from ._source_mode import SOURCE_MODES, SourceMode
 from ._threads import available_cores, resolve_threads
 from ._tokenizer import TOKENIZER_FILE, TextTokenizer, TokenizerPath, load_tokenizer, tokenizer_file
 from ._video import VideoHeader
@@ -105,6 +108,7 @@ __all__ = [
     "HF_INERT_KEYS",
     "IMAGENET_STANDARD_MEAN",
     "IMAGENET_STANDARD_STD",
+    "SOURCE_MODES",
     "TOKENIZER_FILE",
     "Arithmetic",
     "Backend",
@@ -141,6 +145,7 @@ __all__ = [
     "Repeat",
     "Rope1D",
     "Size",
+    "SourceMode",
     "SpecError",
     "Table",
     "Tensor",

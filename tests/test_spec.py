@@ -147,7 +147,7 @@ def test_canonical_json_and_fingerprint(registry: Registry) -> None:
     assert a.canonical_json == json.dumps(doc, sort_keys=True, separators=(",", ":"))
     assert set(doc) == {"family", "params", "limits", "decode", "fetch", "threads", "cache"}
     assert json.loads(a.fingerprint_json) == {
-        "decode": {"alpha": "white", "exif_orientation": True},
+        "decode": {"alpha": "white", "exif_orientation": True, "source_modes": None},
         "family": "toy",
         "params": {"end_id": 4, "image_token_id": 5, "patch": 8, "start_id": 3},
     }

@@ -125,6 +125,20 @@ fn image_dimensions(
     .map_err(|e| to_pyerr(py, e))
 }
 
+/// `(mode, transparency, format)`: the mode Pillow opens `data` in, whether it has a
+/// transparency entry, and the format, from the header alone (see `decode::SourceMode`).
+#[pyfunction]
+fn image_source_mode(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+) -> PyResult<(&'static str, bool, &'static str)> {
+    with_bytes(data, |bytes| {
+        py.detach(|| decode::source_mode(bytes))
+            .map(|(m, format)| (m.mode, m.transparency, format.name()))
+    })?
+    .map_err(|e| to_pyerr(py, e))
+}
+
 #[pyfunction]
 #[pyo3(signature = (arr, out_w, out_h, resample="pil_lanczos", pass_order="pillow13", threads=None))]
 fn resize_rgb<'py>(
@@ -434,6 +448,7 @@ fn mrope_positions<'py>(
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(image_decode_rgb, m)?)?;
     m.add_function(wrap_pyfunction!(image_dimensions, m)?)?;
+    m.add_function(wrap_pyfunction!(image_source_mode, m)?)?;
     m.add_function(wrap_pyfunction!(resize_rgb, m)?)?;
     m.add_function(wrap_pyfunction!(scaled_dims, m)?)?;
     m.add_function(wrap_pyfunction!(content_hash, m)?)?;

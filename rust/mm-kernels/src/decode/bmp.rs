@@ -260,6 +260,19 @@ pub(crate) fn probe(data: &[u8]) -> Result<Header> {
     Header::unrotated(F, b.width, b.height)
 }
 
+/// Pillow's mode of the BMP (gray palettes read as "1" / "L", alpha bitfields as "RGBA");
+/// a BMP has no transparency entry.
+pub(crate) fn source_mode(data: &[u8]) -> Result<super::SourceMode> {
+    let mode = match parse(data)?.mode {
+        Mode::Palette => "P",
+        Mode::Bit => "1",
+        Mode::Gray => "L",
+        Mode::Rgb => "RGB",
+        Mode::Rgba => "RGBA",
+    };
+    Ok(super::SourceMode::new(mode, false))
+}
+
 pub(crate) fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Decoded> {
     let b = parse(data)?;
     let (w, h) = (u64::from(b.width), u64::from(b.height));

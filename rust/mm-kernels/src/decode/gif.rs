@@ -164,6 +164,14 @@ pub(crate) fn probe(data: &[u8]) -> Result<Header> {
     Header::unrotated(F, f.width, f.height)
 }
 
+/// Pillow's mode of the first frame: "P" with a palette, "L" without one (or with an
+/// identity gray ramp); its transparent index is Pillow's transparency entry.
+pub(crate) fn source_mode(data: &[u8]) -> Result<super::SourceMode> {
+    let f = read_frame(data)?;
+    let mode = if f.palette.is_some() { "P" } else { "L" };
+    Ok(super::SourceMode::new(mode, f.transparency.is_some()))
+}
+
 pub(crate) fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Decoded> {
     let f = read_frame(data)?;
     let (w, h) = (u64::from(f.width), u64::from(f.height));

@@ -212,6 +212,17 @@ fn check_photoshop(s: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Pillow's mode from the frame header's component count: 1 "L", 3 "RGB", 4 "CMYK" (YCCK
+/// too); a JPEG has no transparency.
+pub(crate) fn source_mode(data: &[u8]) -> Result<super::SourceMode> {
+    let mode = match read_markers(data)?.layers {
+        1 => "L",
+        4 => "CMYK",
+        _ => "RGB",
+    };
+    Ok(super::SourceMode::new(mode, false))
+}
+
 fn truncated(what: &str) -> crate::error::KernelError {
     bad(F, format!("truncated data ({what})"))
 }

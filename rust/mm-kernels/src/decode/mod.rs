@@ -14,6 +14,7 @@ mod exif;
 mod gif;
 mod jpeg;
 mod limits;
+mod mode;
 mod orient;
 mod png;
 mod probe;
@@ -22,6 +23,7 @@ mod webp;
 use crate::error::{KernelError, Result};
 use crate::feed::{RowFeed, RowWriter};
 use crate::image::RgbImage;
+pub use mode::{source_mode, SourceMode};
 
 /// How an alpha band or a transparency entry is turned into RGB.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

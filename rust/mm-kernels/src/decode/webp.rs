@@ -186,6 +186,16 @@ pub(crate) fn probe(data: &[u8]) -> Result<Header> {
     })
 }
 
+/// Pillow's mode: "RGBA" when `WebPGetFeatures` reports alpha (or fails), else "RGB".
+pub(crate) fn source_mode(data: &[u8]) -> Result<super::SourceMode> {
+    let mode = if container(data)?.has_alpha {
+        "RGBA"
+    } else {
+        "RGB"
+    };
+    Ok(super::SourceMode::new(mode, false))
+}
+
 pub(crate) fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Decoded> {
     let c = container(data)?;
     let (w, h) = (u64::from(c.width), u64::from(c.height));

@@ -56,6 +56,25 @@ pub(crate) fn probe(data: &[u8]) -> Result<Header> {
     })
 }
 
+/// Pillow's mode of the PNG layout, and whether a tRNS chunk (before or after the image
+/// data: Pillow reads both by the time the pixels are loaded) gives it a transparency entry.
+pub(crate) fn source_mode(data: &[u8]) -> Result<super::SourceMode> {
+    let o = open(data)?;
+    let mut info = o.info;
+    let after = skip_image_data(data, o.idat);
+    read_trailing_chunks(data, after, &mut info)?;
+    let mode = match o.mode {
+        Mode::Bit => "1",
+        Mode::Gray(_) => "L",
+        Mode::Indexed(_) => "P",
+        Mode::Rgb | Mode::Rgb16 => "RGB",
+        Mode::GrayAlpha => "LA",
+        Mode::Rgba | Mode::Rgba16 | Mode::GrayAlpha16 => "RGBA",
+        Mode::Gray16 => "I;16",
+    };
+    Ok(super::SourceMode::new(mode, info.trns.is_some()))
+}
+
 pub(crate) fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Decoded> {
     let o = open(data)?;
     let (w, h) = (u64::from(o.width), u64::from(o.height));
