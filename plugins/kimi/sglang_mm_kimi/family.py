@@ -4,7 +4,12 @@ and a per-side cap, zero-padded as uint8 on the right and bottom to a multiple o
 channel planes (``pixel_values`` ``[patches, 3, 14, 14]``, with ``image_grid_thw``). Its
 placeholder ``<|media_pad|>`` becomes one ``<|media_pad|>`` per merged token. The pixels are a
 composition of the core's kernels: the bicubic resize, the table of the reference's
-normalize, a canvas part whose colour is the sample 0, the `ChwPatches` writer."""
+normalize, a canvas part whose colour is the sample 0, the `ChwPatches` writer.
+
+Kimi K3 (``generation: "k3"``) lowers the patch budget until the padded grid fits its token
+limit, wraps each image in ``<|media_begin|>image WxH<|media_content|>`` ... ``<|media_end|>``,
+and refuses, through the core's ``decode.source_modes``, the source modes its checkpoint
+resizes or composites apart from that RGB path (`k3`)."""
 
 from __future__ import annotations
 
@@ -16,7 +21,8 @@ import numpy as np
 
 from sglang_mm_core import plugin as mm
 
-from .navit import NavitSize, navit_size
+from .k3 import image_ids, source_modes
+from .navit import NavitSize, capped_navit_size, check_side_limit, navit_size
 from .params import KimiParams
 from .video import plan_video
 
@@ -39,29 +45,34 @@ class KimiFamily(mm.Family[KimiParams]):
         super().__init__(params)
         path = self.params.tokenizer
         self.tokenizer = None if path is None else mm.load_tokenizer(path)
+        #: The tokenizer of Kimi K3's image text (None for K2.5, whose images have none).
+        self.k3_tokenizer = self.tokenizer if self.params.generation == "k3" else None
+
+    @classmethod
+    def decode_defaults_for(cls, params: KimiParams) -> mm.DecodeDefaults:
+        """Kimi K3 refuses, before decoding them, the source modes its checkpoint treats
+        apart from K2.5's path (`k3.source_modes`)."""
+        if params.generation != "k3":
+            return cls.decode_defaults
+        modes, why = source_modes(params)
+        return mm.DecodeDefaults(
+            alpha="drop", exif_orientation=False, source_modes=modes, source_modes_reason=why
+        )
 
     def navit(self, width: int, height: int) -> NavitSize:
         """The resized and padded size of an upright ``width x height`` image."""
         p = self.params
-        size = navit_size(
-            width,
-            height,
-            patch_size=p.patch_size,
-            merge_size=p.merge_size,
-            max_patches=p.max_patches,
-            max_size_per_side=p.max_size_per_side,
-        )
+        geometry = {
+            "patch_size": p.patch_size,
+            "merge_size": p.merge_size,
+            "max_patches": p.max_patches,
+            "max_size_per_side": p.max_size_per_side,
+        }
+        if p.generation == "k3":
+            return capped_navit_size(width, height, **geometry)
+        size = navit_size(width, height, **geometry)
         if p.resample == "pil":
-            # The checkpoint's navit_resize_image asserts that the padded token grid fits the
-            # per-side patch limit (only an odd limit against the merge size can break it).
-            rows, cols = size.grid
-            m, limit = p.merge_size, p.max_size_per_side
-            if max(rows, cols) > limit - limit % m:
-                raise mm.KernelArgumentError(
-                    f"a {width}x{height} image pads to {rows}x{cols} patches, more than the "
-                    f"per-side limit of {limit} patches allows in whole {m}x{m} tokens (the "
-                    "checkpoint's navit_resize_image asserts this)"
-                )
+            check_side_limit(size, width, height, p.merge_size, p.max_size_per_side)
         return size
 
     def plan(self, width: int, height: int) -> mm.Plan:
@@ -74,10 +85,13 @@ class KimiFamily(mm.Family[KimiParams]):
             pad_to=(size.pad_width, size.pad_height),
             fill=PAD_COLOUR,
         )
+        pattern: mm.Pattern
+        if self.k3_tokenizer is not None:
+            pattern = image_ids(p, self.k3_tokenizer, width, height, tokens)
+        else:
+            pattern = mm.Repeat(p.image_token_id, tokens)
         return mm.Plan(
-            mm.Repeat(p.image_token_id, tokens),
-            mm.Geometry(size.pad_height, size.pad_width, (1, rows, cols)),
-            (part,),
+            pattern, mm.Geometry(size.pad_height, size.pad_width, (1, rows, cols)), (part,)
         )
 
     def features(self) -> mm.Features:
@@ -97,6 +111,10 @@ class KimiFamily(mm.Family[KimiParams]):
         """``<|kimi_k25_video_placeholder|>``; without its id the pipeline refuses every video
         with this error, which names the param."""
         token = self.params.video_token_id
+        if self.params.generation == "k3":
+            raise mm.UnsupportedModalityError(
+                "Kimi K3 takes images only (its checkpoint's processor and SGLang's refuse videos)"
+            )
         if token is None:
             raise mm.UnsupportedModalityError(
                 "Kimi K2.5 videos need the spec param 'video_token_id': the id of "

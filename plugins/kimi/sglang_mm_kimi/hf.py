@@ -1,6 +1,11 @@
-"""``spec_from_hf`` for Kimi K2.5: a model directory's image settings and token id to a spec.
+"""``spec_from_hf`` for Kimi K2.5 and Kimi K3: a model directory's image settings and token id
+to a spec.
 
-Two layouts of ``preprocessor_config.json`` exist:
+Kimi K3 (``config.json`` model type ``kimi_k3``) has the checkpoint's layout only; its
+``media_proc_cfg`` adds ``transparent_bg_config`` and ``transparent_bg_fill_stage``, and its
+image text (``image WxH``) needs the directory's ``tokenizer.json`` (or ``tokenizer=``).
+
+Two layouts of Kimi K2.5's ``preprocessor_config.json`` exist:
 
 - the checkpoint's own (moonshotai/Kimi-K2.5, remote code): a ``media_proc_cfg`` section read
   by ``KimiK25VisionProcessor`` (``in_patch_limit``, ``patch_limit_on_one_side``, ...), whose
@@ -23,7 +28,7 @@ from sglang_mm_core import plugin as mm
 
 from .params import MEDIA_PAD_TOKEN_ID, KimiParams
 
-MODEL_TYPES = {"kimi_k25"}
+MODEL_TYPES = {"kimi_k25", "kimi_k3"}
 PROCESSORS = {"Kimi_K25ImageProcessor", "Kimi_K25ImageProcessorFast", "KimiK25VisionProcessor"}
 MEDIA_PAD = "<|media_pad|>"
 
@@ -48,7 +53,7 @@ _CKPT_INERT = {
     "timestamp_mode",
     "config_type",
 }
-# Kimi K3's transparent-background compositing: a K3 checkpoint, not served.
+# Kimi K3's transparent-background compositing: read for a K3 checkpoint only.
 _K3_KEYS = {"transparent_bg_config", "transparent_bg_fill_stage"}
 
 # transformers' Kimi_K25ImageProcessor settings this mapping reads; any other key that is not
@@ -85,15 +90,15 @@ def _merge(value: Any, key: str) -> int:
     return _int(value, key)
 
 
-def _checkpoint_params(cfg: Mapping[str, Any]) -> dict[str, Any]:
+def _checkpoint_params(cfg: Mapping[str, Any], *, k3: bool) -> dict[str, Any]:
     keys = set(cfg)
-    k3 = keys & _K3_KEYS
-    if k3:
+    found = keys & _K3_KEYS
+    if found and not k3:
         raise mm.SpecError(
-            f"media_proc_cfg {sorted(k3)}: a Kimi K3 checkpoint's transparent-background "
-            "compositing is not served by this plugin (Kimi K2.5 only)"
+            f"media_proc_cfg {sorted(found)}: Kimi K3's transparent-background settings in a "
+            "Kimi K2.5 checkpoint (config.json model_type kimi_k25), whose processor has none"
         )
-    unknown = keys - _CKPT_IMAGE - _CKPT_INERT
+    unknown = keys - _CKPT_IMAGE - _CKPT_INERT - (_K3_KEYS if k3 else set())
     if unknown:
         raise mm.SpecError(
             f"media_proc_cfg {sorted(unknown)}: not supported, its effect cannot be "
@@ -117,6 +122,16 @@ def _checkpoint_params(cfg: Mapping[str, Any]) -> dict[str, Any]:
     for key in ("image_mean", "image_std"):
         if cfg.get(key) is not None:
             out[key] = list(mm.hf_channels(cfg, key, (0.0, 0.0, 0.0)))
+    if k3:
+        out["generation"] = "k3"
+        # The checkpoint's own defaults where a key is absent: no compositing, and the fill
+        # stage "before_resize" (ensure_media_type's and the processor's default).
+        bg = cfg.get("transparent_bg_config")
+        if bg is not None and not isinstance(bg, Mapping):
+            raise mm.SpecError(f"media_proc_cfg transparent_bg_config={bg!r} must be an object")
+        out["transparent_bg_config"] = None if bg is None else dict(bg)
+        stage = cfg.get("transparent_bg_fill_stage")
+        out["transparent_bg_fill_stage"] = "before_resize" if stage is None else stage
     return out
 
 
@@ -238,33 +253,58 @@ def _image_token_id(files: mm.ModelDir, token_id: int | None) -> int:
     return value
 
 
+def _k3_tokenizer(files: mm.ModelDir, tokenizer: str | Path | None) -> str:
+    """Kimi K3's image text is tokenized by the model's tokenizer: ``tokenizer`` or the
+    directory's ``tokenizer.json``."""
+    if tokenizer is not None:
+        return str(mm.tokenizer_file(tokenizer))
+    if files.root is not None and mm.TOKENIZER_FILE in files:
+        return str((files.root / mm.TOKENIZER_FILE).resolve())
+    raise mm.SpecError(
+        "Kimi K3 writes each image's 'image WxH' text with the model's tokenizer: the "
+        "directory has no tokenizer.json (Kimi ships a tiktoken model: AutoTokenizer's "
+        "save_pretrained writes one), pass tokenizer=PATH"
+    )
+
+
 def spec_from_hf(
     model: mm.ModelDir | str | Path | Mapping[str, Mapping[str, Any]],
     *,
     resample: str | None = None,
     image_token_id: int | None = None,
+    tokenizer: str | Path | None = None,
 ) -> dict[str, Any]:
-    """A ``kimi`` spec for a Kimi K2.5 model directory. ``resample`` picks the reference:
-    ``"pil"`` (the checkpoint's processor) or ``"aten_u8"`` (transformers'); by default the
-    one the directory's ``preprocessor_config.json`` belongs to. ``image_token_id`` overrides
-    ``config.json``'s ``media_placeholder_token_id``. Videos (transformers' layout only, under
-    ``"aten_u8"``) take the video processor's sampling and patch budget, the
-    tokenizer's ``<|kimi_k25_video_placeholder|>`` id and the directory's ``tokenizer.json``."""
+    """A ``kimi`` spec for a Kimi K2.5 or Kimi K3 model directory. ``resample`` picks the
+    reference: ``"pil"`` (the checkpoint's processor) or ``"aten_u8"`` (transformers', Kimi
+    K2.5 only); by default the one the directory's ``preprocessor_config.json`` belongs to.
+    ``image_token_id`` overrides ``config.json``'s ``media_placeholder_token_id``. Videos
+    (Kimi K2.5 in transformers' layout only, under ``"aten_u8"``) take the video processor's
+    sampling and patch budget, the tokenizer's ``<|kimi_k25_video_placeholder|>`` id and the
+    directory's ``tokenizer.json``. Kimi K3 takes the tokenizer from ``tokenizer`` or the
+    directory's ``tokenizer.json``."""
     files = mm.ModelDir.of(model)
     cfg = files.config
     kind = cfg.get("model_type")
     if kind not in MODEL_TYPES:
         raise mm.SpecError(
-            f"config.json model_type {kind!r} is not Kimi K2.5's ({sorted(MODEL_TYPES)})"
+            f"config.json model_type {kind!r} is not Kimi K2.5's or K3's ({sorted(MODEL_TYPES)})"
         )
+    k3 = kind == "kimi_k3"
     _, pre = files.processor_settings("image")
     section = pre.get("media_proc_cfg")
     if section is not None:
         if not isinstance(section, Mapping):
             raise mm.SpecError("preprocessor_config.json media_proc_cfg must be a JSON object")
         mm.check_hf_settings(pre, handled={"media_proc_cfg"})
-        params = _checkpoint_params(section)
+        params = _checkpoint_params(section, k3=k3)
+        if k3:
+            params["tokenizer"] = _k3_tokenizer(files, tokenizer)
         default = "pil"
+    elif k3:
+        raise mm.SpecError(
+            "a Kimi K3 preprocessor_config.json holds the checkpoint's media_proc_cfg; this "
+            "one has none (transformers has no Kimi K3 processor)"
+        )
     else:
         ptype = pre.get("image_processor_type")
         if ptype not in PROCESSORS:

@@ -64,4 +64,50 @@ def navit_size(
     return NavitSize(new_w, new_h, pad_w, pad_h, patch_size)
 
 
-__all__ = ["NavitSize", "navit_size"]
+def check_side_limit(size: NavitSize, width: int, height: int, merge_size: int, limit: int) -> None:
+    """The checkpoint's ``navit_resize_image`` asserts that the padded token grid fits the
+    per-side patch limit (only a limit that is odd against the merge size can break it):
+    refused here with a `KernelArgumentError`, as transformers' class has no such check."""
+    rows, cols = size.grid
+    if max(rows, cols) > limit - limit % merge_size:
+        raise mm.KernelArgumentError(
+            f"a {width}x{height} image pads to {rows}x{cols} patches, more than the per-side "
+            f"limit of {limit} patches allows in whole {merge_size}x{merge_size} tokens (the "
+            "checkpoint's navit_resize_image asserts this)"
+        )
+
+
+def capped_navit_size(
+    width: int,
+    height: int,
+    *,
+    patch_size: int,
+    merge_size: int,
+    max_patches: int,
+    max_size_per_side: int,
+) -> NavitSize:
+    """Kimi K3's ``get_resize_config``: the checkpoint's `navit_size` (its per-side assert
+    included, every round) under a patch budget lowered until the padded grid holds at most
+    ``max_patches // merge_size**2`` tokens, which the padding can push the first plan over.
+    Each round the budget becomes ``min(budget - 1, int(budget * max_tokens / tokens))``, so
+    it shrinks; at 0 the image is 1x1, one token, which fits (``max_patches >=
+    merge_size**2`` is a params rule), so the loop ends before the budget turns negative."""
+    max_tokens = max_patches // merge_size**2
+    budget = max_patches
+    while True:
+        size = navit_size(
+            width,
+            height,
+            patch_size=patch_size,
+            merge_size=merge_size,
+            max_patches=budget,
+            max_size_per_side=max_size_per_side,
+        )
+        check_side_limit(size, width, height, merge_size, max_size_per_side)
+        tokens = size.patches // merge_size**2
+        if tokens <= max_tokens:
+            return size
+        budget = min(budget - 1, int(budget * max_tokens / tokens))
+
+
+__all__ = ["NavitSize", "capped_navit_size", "check_side_limit", "navit_size"]

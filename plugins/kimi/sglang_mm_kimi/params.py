@@ -54,11 +54,29 @@ def checkpoint_table(
     return np.ascontiguousarray(x.T)
 
 
+class TransparentBgConfig(BaseModel):
+    """The checkpoint's ``TransparentBgConfig`` (Kimi K3's ``media_utils.py``): the background
+    transparent images are composited onto, its defaults the dataclass's. This plugin never
+    composites (every source that would be is refused); the config decides which sources those
+    are, and is kept so that the spec states the checkpoint it mirrors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    pattern: Literal["white", "black", "gray", "chessboard"] = "black"
+    chessboard_square_size: int = Field(16, ge=1)
+    chessboard_square_on_top_left: bool = True
+    chessboard_white_value: int = Field(255, ge=0, le=255)
+    chessboard_gray_value: int = Field(200, ge=0, le=255)
+
+
 class KimiParams(mm.FamilyParams):
     """Every rule is checked when the spec loads."""
 
-    generation: Literal["k2_5"] = Field(
-        "k2_5", description="the model generation: Kimi K2.5 (moonshotai/Kimi-K2.5)"
+    generation: Literal["k2_5", "k3"] = Field(
+        "k2_5",
+        description="the model generation: Kimi K2.5 (moonshotai/Kimi-K2.5) or Kimi K3 "
+        "(moonshotai/Kimi-K3: the max_output_tokens loop of its resize, each image's "
+        "'image WxH' text, its transparent-background settings)",
     )
     resample: Literal["pil", "aten_u8"] = Field(
         "pil",
@@ -104,7 +122,19 @@ class KimiParams(mm.FamilyParams):
         4, ge=1, le=64, description="frames per video chunk (temporal_merge_kernel_size)"
     )
     tokenizer: mm.TokenizerPath | None = Field(
-        None, description="the model's tokenizer.json (or its folder): video timestamps' ids"
+        None,
+        description="the model's tokenizer.json (or its folder): video timestamps' ids, and "
+        "Kimi K3's 'image WxH' text",
+    )
+    transparent_bg_config: TransparentBgConfig | None = Field(
+        None,
+        description="Kimi K3 only: the checkpoint's transparent_bg_config (null: transparent "
+        "images are converted to RGB, not composited)",
+    )
+    transparent_bg_fill_stage: Literal["before_resize", "after_resize"] = Field(
+        "before_resize",
+        description="Kimi K3 only: the checkpoint's transparent_bg_fill_stage, when the image "
+        "leaves the mode Pillow opened it in (and is composited): before or after the resize",
     )
 
     @property
@@ -115,6 +145,15 @@ class KimiParams(mm.FamilyParams):
     def _exact(self) -> KimiParams:
         if self.video_token_id is not None and self.video_token_id == self.image_token_id:
             raise ValueError("video_token_id must differ from image_token_id")
+        if self.generation == "k3":
+            self._k3_rules()
+        elif self.transparent_bg_config is not None or self.transparent_bg_fill_stage != (
+            "before_resize"
+        ):
+            raise ValueError(
+                "transparent_bg_config / transparent_bg_fill_stage are Kimi K3's settings: "
+                "set generation 'k3' (Kimi K2.5 converts every image to RGB when it loads it)"
+            )
         if self.resample == "pil":
             table = mm.Table.hf(self.image_mean, self.image_std, "pil").values
             ours = checkpoint_table(self.image_mean, self.image_std)
@@ -127,6 +166,26 @@ class KimiParams(mm.FamilyParams):
                 )
         return self
 
+    def _k3_rules(self) -> None:
+        if self.resample != "pil":
+            raise ValueError(
+                "Kimi K3 is served by its checkpoint's processor only (resample 'pil'): "
+                "transformers has no Kimi K3 class to match"
+            )
+        if self.tokenizer is None:
+            raise ValueError(
+                "Kimi K3 writes each image's 'image WxH' text between <|media_begin|> and "
+                "<|media_content|>: set tokenizer to the model's tokenizer.json"
+            )
+        if self.max_patches < self.merge_size**2:
+            raise ValueError(
+                f"max_patches {self.max_patches} is under one token ({self.merge_size}**2 "
+                "patches): Kimi K3's max_output_tokens would be 0, which no image meets (its "
+                "resize loop fails)"
+            )
+        if self.video_token_id is not None:
+            raise ValueError("Kimi K3 takes images only: video_token_id must be null")
+
 
 __all__ = [
     "MEDIA_BEGIN_TOKEN_ID",
@@ -135,5 +194,6 @@ __all__ = [
     "MEDIA_PAD_TOKEN_ID",
     "KimiParams",
     "MaxSize",
+    "TransparentBgConfig",
     "checkpoint_table",
 ]

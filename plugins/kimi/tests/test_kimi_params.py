@@ -17,7 +17,7 @@ import sglang_mm_core as mm
         ({"max_patches": 0}, "greater than or equal to 1"),
         ({"image_std": [0.5, 0.0, 0.5]}, "must not be zero"),
         ({"resample": "bicubic"}, "resample"),
-        ({"generation": "k3"}, "generation"),
+        ({"generation": "k4"}, "generation"),
         ({"do_pad": True}, "Extra inputs are not permitted"),
     ],
 )

@@ -111,7 +111,7 @@ def test_checkpoint_values_map_to_hf_names() -> None:
     ("model", "match"),
     [
         (_ckpt(fixed_output_tokens=256), "fixed_output_tokens"),
-        (_ckpt(transparent_bg_fill_stage="after_resize"), "K3"),
+        (_ckpt(transparent_bg_fill_stage="after_resize"), "K3's transparent-background"),
         (_ckpt(frobnicate=1), "frobnicate"),
         (_ckpt(merge_kernel_size=[2, 3]), "square merge kernel"),
         (_ckpt(image_mean=[0.48145466, 0.4578275, 0.40821073]), "bit for bit"),
@@ -215,3 +215,115 @@ def test_video_settings_are_found_where_transformers_finds_them() -> None:
     nested["video_preprocessor_config.json"] = {**video, "do_pad": True}
     with pytest.raises(mm.SpecError, match=r"video_preprocessor_config\.json: .*'do_pad'"):
         KimiFamily.spec_from_hf(nested)
+
+
+# --------------------------------------------------------------------------- Kimi K3
+
+# moonshotai/Kimi-K3's media_proc_cfg, video keys included (inert: K3 serves images only).
+K3_MEDIA_PROC_CFG: dict[str, Any] = {
+    "in_patch_limit": 65536,
+    "patch_size": 14,
+    "image_mean": [0.5, 0.5, 0.5],
+    "image_std": [0.5, 0.5, 0.5],
+    "merge_kernel_size": 2,
+    "fixed_output_tokens": None,
+    "patch_limit_on_one_side": 512,
+    "in_patch_limit_each_frame": 16384,
+    "sample_fps": 8.0,
+    "temporal_merge_kernel_size": 4,
+    "transparent_bg_config": {
+        "pattern": "chessboard",
+        "chessboard_square_size": 8,
+        "chessboard_square_on_top_left": True,
+        "chessboard_white_value": 255,
+        "chessboard_gray_value": 180,
+    },
+    "transparent_bg_fill_stage": "after_resize",
+    "config_type": "media_proc.processors.moonvit.MoonViTMediaProcessorConfig",
+}
+K3_CHECKPOINT: dict[str, Any] = {
+    "config.json": {
+        "model_type": "kimi_k3",
+        "media_placeholder_token_id": 163605,
+        "image_placeholder": "<|kimi_image_placeholder|>",
+        "vision_config": {"patch_size": 14, "merge_kernel_size": [2, 2]},
+    },
+    "preprocessor_config.json": {
+        "processor_class": "KimiK3Processor",
+        "auto_map": {"AutoImageProcessor": "kimi_k3_vision_processing.KimiK3VisionProcessor"},
+        "media_proc_cfg": K3_MEDIA_PROC_CFG,
+    },
+}
+
+
+def _k3(**changes: Any) -> dict[str, Any]:
+    out = copy.deepcopy(K3_CHECKPOINT)
+    out["preprocessor_config.json"]["media_proc_cfg"].update(changes)
+    return out
+
+
+def test_a_k3_checkpoint_gives_the_k3_spec(tmp_path: Path) -> None:
+    from _kimi_refs import K3_TOKENIZER_JSON
+
+    spec = KimiFamily.spec_from_hf(K3_CHECKPOINT, tokenizer=K3_TOKENIZER_JSON)
+    p = spec["params"]
+    assert (p["generation"], p["resample"], p["max_patches"]) == ("k3", "pil", 65536)
+    assert p["transparent_bg_fill_stage"] == "after_resize"
+    assert p["transparent_bg_config"] == K3_MEDIA_PROC_CFG["transparent_bg_config"]
+    assert p["tokenizer"] == str(K3_TOKENIZER_JSON.resolve()) and "decode" not in spec
+    with mm.pipeline_from_spec(spec) as pipe:  # the family's K3 decode policy
+        assert pipe.spec.spec.decode.source_modes == ("L", "RGB", "RGB+transparency")
+    # From a directory (what `sglang-mm spec-from-hf DIR` passes), its tokenizer.json.
+    for name, doc in K3_CHECKPOINT.items():
+        (tmp_path / name).write_text(json.dumps(doc))
+    (tmp_path / "tokenizer.json").write_bytes(K3_TOKENIZER_JSON.read_bytes())
+    from_dir = KimiFamily.spec_from_hf(mm.plugin.ModelDir.load(tmp_path))
+    assert from_dir["params"]["tokenizer"] == str((tmp_path / "tokenizer.json").resolve())
+    # The checkpoint's defaults where its keys are absent: no compositing, before_resize.
+    cfg = {k: v for k, v in K3_MEDIA_PROC_CFG.items() if not k.startswith("transparent")}
+    bare = copy.deepcopy(K3_CHECKPOINT)
+    bare["preprocessor_config.json"]["media_proc_cfg"] = cfg
+    p = KimiFamily.spec_from_hf(bare, tokenizer=K3_TOKENIZER_JSON)["params"]
+    assert (p["transparent_bg_config"], p["transparent_bg_fill_stage"]) == (None, "before_resize")
+
+
+def test_the_k3_example_spec_is_what_spec_from_hf_gives() -> None:
+    from _kimi_refs import K3_TOKENIZER_JSON
+
+    root = Path(__file__).resolve().parents[3]
+    example = json.loads((root / "examples" / "kimi_k3" / "spec.json").read_text())
+    built = KimiFamily.spec_from_hf(K3_CHECKPOINT, tokenizer=K3_TOKENIZER_JSON)
+    assert (root / example["params"]["tokenizer"]).resolve() == K3_TOKENIZER_JSON.resolve()
+    assert {**example["params"], "tokenizer": None} == {**built["params"], "tokenizer": None}
+    assert example.get("decode") == built.get("decode")
+
+
+@pytest.mark.parametrize(
+    ("model", "match"),
+    [
+        (K3_CHECKPOINT, "has no tokenizer.json"),
+        (_k3(fixed_output_tokens=1024), "fixed_output_tokens"),
+        (_k3(transparent_bg_fill_stage="sometime"), "transparent_bg_fill_stage"),
+        (_k3(transparent_bg_config={"pattern": "plaid"}), "pattern"),
+        (_k3(transparent_bg_config="chessboard"), "must be an object"),
+        (_k3(frobnicate=1), "frobnicate"),
+        (
+            _with(K3_CHECKPOINT, "preprocessor_config.json", media_proc_cfg=None),
+            "holds the checkpoint's media_proc_cfg",
+        ),
+    ],
+)
+def test_k3_refusals_name_the_key(model: dict[str, Any], match: str) -> None:
+    with pytest.raises(mm.SpecError, match=match):
+        KimiFamily.spec_from_hf(model, tokenizer=None if "no tokenizer" in match else _tok())
+
+
+def _tok() -> Path:
+    from _kimi_refs import K3_TOKENIZER_JSON
+
+    return K3_TOKENIZER_JSON
+
+
+def test_k3_refuses_transformers_backend() -> None:
+    with pytest.raises(mm.SpecError, match="transformers has no Kimi K3 class"):
+        KimiFamily.spec_from_hf(K3_CHECKPOINT, tokenizer=_tok(), resample="aten_u8")
