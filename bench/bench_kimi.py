@@ -7,7 +7,9 @@ and a 12-megapixel JPEG:
      numpy normalize, patchify; restated in plugins/kimi/tests/_kimi_refs.py), with Pillow's
      decode-only time (target >= 5x, or <= 1.5x Pillow's decode-only time);
   2. ``resample: "aten_u8"`` vs transformers' ``Kimi_K25ImageProcessor`` (torchvision, CPU,
-     torch on one thread) when torch is importable (target >= 2x).
+     torch on one thread) when torch is importable (target >= 2x);
+  3. ``generation: "k3"`` (moonshotai/Kimi-K3's settings) vs Kimi K3's checkpoint processor
+     (restated in _kimi_refs.py as ``k3_checkpoint``), with Pillow's decode-only time.
 
 Every comparison first asserts that both sides give the same bits. ``--distance`` prints how
 far the two references are apart (through the two modes, each proven bit-exact with its
@@ -34,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins" / "kimi" 
 
 from _images import hf_load, mosaic  # noqa: E402
 from _kimi_corpus import CASES, make_input  # noqa: E402
-from _kimi_refs import checkpoint_pixels  # noqa: E402
+from _kimi_refs import K3_CFG, K3_TOKENIZER_JSON, checkpoint_pixels, k3_checkpoint  # noqa: E402
 from _timing import interleaved  # noqa: E402
 
 from sglang_mm_core import MmInput, pipeline_from_spec  # noqa: E402
@@ -79,6 +81,34 @@ def end_to_end(name: str, data: bytes, repeat: int) -> None:
         "decode-only (target >= 5x or <= 1.5x)"
     )
     torch_compare(name, data, repeat)
+
+
+def k3_end_to_end(name: str, data: bytes, repeat: int) -> None:
+    params = {
+        "generation": "k3",
+        "max_patches": K3_CFG["in_patch_limit"],
+        "tokenizer": str(K3_TOKENIZER_JSON),
+        "transparent_bg_config": K3_CFG["transparent_bg_config"],
+        "transparent_bg_fill_stage": K3_CFG["transparent_bg_fill_stage"],
+    }
+    with pipeline_from_spec({"family": "kimi", "params": params, "threads": 0}) as p:
+        req = request(data)
+        want, grid, _, _ = k3_checkpoint(data)
+        assert_same(p.process(req).items[0], want, grid)
+        t = interleaved(
+            {
+                "ref": lambda: k3_checkpoint(data),
+                "decode": lambda: Image.open(io.BytesIO(data)).convert("RGB"),
+                "ours": lambda: p.process(req),
+            },
+            repeat,
+        )
+    print(
+        f"{name}: checkpoint Kimi K3 processor + Pillow decode {t['ref']:8.1f} ms; Pillow "
+        f"decode only {t['decode']:7.1f} ms; sglang-mm k3 threads=0 {t['ours']:7.1f} ms -> "
+        f"{t['ref'] / t['ours']:4.1f}x the reference, {t['ours'] / t['decode']:4.2f}x "
+        "decode-only (target >= 5x or <= 1.5x)"
+    )
 
 
 def torch_compare(name: str, data: bytes, repeat: int) -> None:
@@ -151,6 +181,8 @@ def main() -> None:
     print(f"inputs: 1080p JPEG {len(hd) / 1e3:.0f} kB, 12 MP JPEG {len(mp12) / 1e6:.1f} MB")
     end_to_end("1080p", hd, r)
     end_to_end("12MP ", mp12, 2 if QUICK else 5)
+    k3_end_to_end("1080p", hd, r)
+    k3_end_to_end("12MP ", mp12, 2 if QUICK else 5)
 
 
 if __name__ == "__main__":
