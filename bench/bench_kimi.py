@@ -62,24 +62,33 @@ def assert_same(item: Any, pixel_values: Any, grid: Any) -> None:
     np.testing.assert_array_equal(item.aux["image_grid_thw"].array, np.asarray(grid).reshape(1, 3))
 
 
-def end_to_end(name: str, data: bytes, repeat: int) -> None:
-    with pipeline_from_spec(spec("pil")) as p:
+def against_checkpoint(
+    name: str, data: bytes, repeat: int, the_spec: dict[str, Any], what: str, ref: Any
+) -> None:
+    """``the_spec`` (threads=0) against the checkpoint processor ``ref`` (bytes -> pixels,
+    grid, ...) and Pillow's decode-only time, the bits asserted equal first."""
+    with pipeline_from_spec(the_spec) as p:
         req = request(data)
-        assert_same(p.process(req).items[0], *checkpoint_pixels(data))
+        want, grid = ref(data)[:2]
+        assert_same(p.process(req).items[0], want, grid)
         t = interleaved(
             {
-                "ref": lambda: checkpoint_pixels(data),
+                "ref": lambda: ref(data),
                 "decode": lambda: Image.open(io.BytesIO(data)).convert("RGB"),
                 "ours": lambda: p.process(req),
             },
             repeat,
         )
     print(
-        f"{name}: checkpoint KimiK25VisionProcessor + Pillow decode {t['ref']:8.1f} ms; Pillow "
-        f"decode only {t['decode']:7.1f} ms; sglang-mm pil threads=0 {t['ours']:7.1f} ms -> "
+        f"{name}: checkpoint {what} + Pillow decode {t['ref']:8.1f} ms; Pillow decode only "
+        f"{t['decode']:7.1f} ms; sglang-mm threads=0 {t['ours']:7.1f} ms -> "
         f"{t['ref'] / t['ours']:4.1f}x the reference, {t['ours'] / t['decode']:4.2f}x "
         "decode-only (target >= 5x or <= 1.5x)"
     )
+
+
+def end_to_end(name: str, data: bytes, repeat: int) -> None:
+    against_checkpoint(name, data, repeat, spec("pil"), "KimiK25VisionProcessor", checkpoint_pixels)
     torch_compare(name, data, repeat)
 
 
@@ -91,24 +100,8 @@ def k3_end_to_end(name: str, data: bytes, repeat: int) -> None:
         "transparent_bg_config": K3_CFG["transparent_bg_config"],
         "transparent_bg_fill_stage": K3_CFG["transparent_bg_fill_stage"],
     }
-    with pipeline_from_spec({"family": "kimi", "params": params, "threads": 0}) as p:
-        req = request(data)
-        want, grid, _, _ = k3_checkpoint(data)
-        assert_same(p.process(req).items[0], want, grid)
-        t = interleaved(
-            {
-                "ref": lambda: k3_checkpoint(data),
-                "decode": lambda: Image.open(io.BytesIO(data)).convert("RGB"),
-                "ours": lambda: p.process(req),
-            },
-            repeat,
-        )
-    print(
-        f"{name}: checkpoint Kimi K3 processor + Pillow decode {t['ref']:8.1f} ms; Pillow "
-        f"decode only {t['decode']:7.1f} ms; sglang-mm k3 threads=0 {t['ours']:7.1f} ms -> "
-        f"{t['ref'] / t['ours']:4.1f}x the reference, {t['ours'] / t['decode']:4.2f}x "
-        "decode-only (target >= 5x or <= 1.5x)"
-    )
+    k3_spec = {"family": "kimi", "params": params, "threads": 0}
+    against_checkpoint(name, data, repeat, k3_spec, "Kimi K3 processor", k3_checkpoint)
 
 
 def torch_compare(name: str, data: bytes, repeat: int) -> None:

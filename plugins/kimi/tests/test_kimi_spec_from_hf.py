@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _kimi_refs import K3_CFG, K3_TOKENIZER_JSON
 from sglang_mm_kimi import KimiFamily
 
 import sglang_mm_core as mm
@@ -219,26 +220,13 @@ def test_video_settings_are_found_where_transformers_finds_them() -> None:
 
 # --------------------------------------------------------------------------- Kimi K3
 
-# moonshotai/Kimi-K3's media_proc_cfg, video keys included (inert: K3 serves images only).
+# moonshotai/Kimi-K3's media_proc_cfg: the image keys (_kimi_refs.K3_CFG) and the video keys
+# (inert: K3 serves images only).
 K3_MEDIA_PROC_CFG: dict[str, Any] = {
-    "in_patch_limit": 65536,
-    "patch_size": 14,
-    "image_mean": [0.5, 0.5, 0.5],
-    "image_std": [0.5, 0.5, 0.5],
-    "merge_kernel_size": 2,
-    "fixed_output_tokens": None,
-    "patch_limit_on_one_side": 512,
+    **K3_CFG,
     "in_patch_limit_each_frame": 16384,
     "sample_fps": 8.0,
     "temporal_merge_kernel_size": 4,
-    "transparent_bg_config": {
-        "pattern": "chessboard",
-        "chessboard_square_size": 8,
-        "chessboard_square_on_top_left": True,
-        "chessboard_white_value": 255,
-        "chessboard_gray_value": 180,
-    },
-    "transparent_bg_fill_stage": "after_resize",
     "config_type": "media_proc.processors.moonvit.MoonViTMediaProcessorConfig",
 }
 K3_CHECKPOINT: dict[str, Any] = {
@@ -263,8 +251,6 @@ def _k3(**changes: Any) -> dict[str, Any]:
 
 
 def test_a_k3_checkpoint_gives_the_k3_spec(tmp_path: Path) -> None:
-    from _kimi_refs import K3_TOKENIZER_JSON
-
     spec = KimiFamily.spec_from_hf(K3_CHECKPOINT, tokenizer=K3_TOKENIZER_JSON)
     p = spec["params"]
     assert (p["generation"], p["resample"], p["max_patches"]) == ("k3", "pil", 65536)
@@ -288,8 +274,6 @@ def test_a_k3_checkpoint_gives_the_k3_spec(tmp_path: Path) -> None:
 
 
 def test_the_k3_example_spec_is_what_spec_from_hf_gives() -> None:
-    from _kimi_refs import K3_TOKENIZER_JSON
-
     root = Path(__file__).resolve().parents[3]
     example = json.loads((root / "examples" / "kimi_k3" / "spec.json").read_text())
     built = KimiFamily.spec_from_hf(K3_CHECKPOINT, tokenizer=K3_TOKENIZER_JSON)
@@ -319,11 +303,9 @@ def test_k3_refusals_name_the_key(model: dict[str, Any], match: str) -> None:
 
 
 def _tok() -> Path:
-    from _kimi_refs import K3_TOKENIZER_JSON
-
     return K3_TOKENIZER_JSON
 
 
 def test_k3_refuses_transformers_backend() -> None:
     with pytest.raises(mm.SpecError, match="transformers has no Kimi K3 class"):
-        KimiFamily.spec_from_hf(K3_CHECKPOINT, tokenizer=_tok(), resample="aten_u8")
+        KimiFamily.spec_from_hf(K3_CHECKPOINT, tokenizer=K3_TOKENIZER_JSON, resample="aten_u8")
