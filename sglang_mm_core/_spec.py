@@ -172,15 +172,19 @@ def format_validation_error(err: ValidationError, prefix: str = "") -> list[str]
     return lines
 
 
+def _is_path(spec: object) -> bool:
+    return isinstance(spec, Path) or (
+        isinstance(spec, str) and not spec.lstrip().startswith(("{", "["))
+    )
+
+
 def read_spec_document(spec: str | bytes | Mapping[str, Any] | Path) -> dict[str, Any]:
     """The raw document: a mapping as is; bytes, or a string starting with ``{`` or ``[``, as
     JSON text; any other string, or a `Path`, as the path of a JSON file."""
     if isinstance(spec, Mapping):
         return dict(spec)
     origin = "spec"
-    if isinstance(spec, Path) or (
-        isinstance(spec, str) and not spec.lstrip().startswith(("{", "["))
-    ):
+    if isinstance(spec, Path) or (isinstance(spec, str) and _is_path(spec)):
         path = Path(spec)
         try:
             text: str | bytes = path.read_bytes()
@@ -199,9 +203,14 @@ def read_spec_document(spec: str | bytes | Mapping[str, Any] | Path) -> dict[str
 
 
 def load_spec(
-    spec: str | bytes | Mapping[str, Any] | Path | Spec, *, registry: Registry | None = None
+    spec: str | bytes | Mapping[str, Any] | Path | Spec,
+    *,
+    registry: Registry | None = None,
+    spec_dir: Path | None = None,
 ) -> ResolvedSpec:
-    """Validate a whole spec document against the installed families (or ``registry``)."""
+    """Validate a whole spec document against the installed families (or ``registry``). A
+    spec file's folder (or ``spec_dir``, for a document read from one) is what its params'
+    relative paths are relative to."""
     from ._registry import default_registry
 
     reg = registry if registry is not None else default_registry()
@@ -219,9 +228,14 @@ def load_spec(
         raise SpecError(f"unknown family {name!r}; installed families: {installed}")
     params: FamilyParams | None = None
     raw_params = doc.get("params", {})
+    # A spec file's relative paths (a tokenizer's, say) are relative to the file, wherever
+    # the process runs: params validators find its folder in the validation context.
+    if spec_dir is None and _is_path(spec):
+        spec_dir = Path(spec).resolve().parent  # type: ignore[arg-type]
+    context = {} if spec_dir is None else {"spec_dir": spec_dir}
     if family_cls is not None and isinstance(raw_params, dict):
         try:
-            params = family_cls.Params.model_validate(raw_params)
+            params = family_cls.Params.model_validate(raw_params, context=context)
         except ValidationError as e:
             problems += format_validation_error(e, prefix="params")
     if problems:

@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, ValidationInfo
 
 from .errors import SpecError
 
@@ -91,7 +91,11 @@ def load_tokenizer(path: str | os.PathLike[str]) -> TextTokenizer:
     return _load(tokenizer_file(path))
 
 
-def _loads(value: str) -> str:
+def _loads(value: str, info: ValidationInfo) -> str:
+    spec_dir = (info.context or {}).get("spec_dir")
+    path = Path(value).expanduser()
+    if spec_dir is not None and not path.is_absolute():
+        value = str(Path(spec_dir) / path)
     try:
         load_tokenizer(value)
     except SpecError as e:
@@ -100,7 +104,9 @@ def _loads(value: str) -> str:
 
 
 #: A params field naming a model's ``tokenizer.json`` (or its directory), loaded when the spec
-#: is validated so that a bad path is a spec error naming the field.
+#: is validated so that a bad path is a spec error naming the field. In a spec file, a relative
+#: path is relative to the file's folder (and is stored resolved against it); elsewhere, to the
+#: working directory.
 TokenizerPath = Annotated[str, Field(min_length=1), AfterValidator(_loads)]
 
 __all__ = ["TOKENIZER_FILE", "TextTokenizer", "TokenizerPath", "load_tokenizer", "tokenizer_file"]

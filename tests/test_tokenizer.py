@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import Field, ValidationError
@@ -80,3 +81,46 @@ def test_a_tokenizer_field_loads_at_validation(tmp_path: Path) -> None:
         with pytest.raises(ValidationError) as e:
             _Params(tokenizer=bad)
         assert e.value.errors()[0]["loc"] == ("tokenizer",)
+
+
+def test_a_spec_files_relative_tokenizer_is_relative_to_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From a spec file, a relative tokenizer path is the file's folder's (and is stored
+    resolved); a document without a file keeps the working directory's."""
+    from sglang_mm_core import Registry
+    from sglang_mm_core._spec import load_spec
+    from sglang_mm_core.conformance import ConformanceTarget
+    from sglang_mm_core.plugin import DecodeDefaults, Family, Geometry, Plan, Repeat
+
+    class TokParams(FamilyParams):
+        image_token_id: int = 7
+        tokenizer: TokenizerPath | None = None
+
+    class TokFamily(Family[TokParams]):
+        name = "tok_family"
+        decode_defaults = DecodeDefaults()
+
+        def plan(self, width: int, height: int) -> Plan:
+            return Plan(Repeat(7, 1), Geometry(2, 2, (1, 1)))
+
+        def features(self) -> Any:
+            raise NotImplementedError
+
+    reg = Registry()
+    reg.register_family(TokFamily)
+    folder = tmp_path / "specs"
+    _write_tokenizer(folder / "model")
+    spec_file = folder / "spec.json"
+    spec = {"family": "tok_family", "params": {"tokenizer": "model/tokenizer.json"}}
+    spec_file.write_text(json.dumps(spec))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    want = str(folder / "model" / "tokenizer.json")
+    for source in (spec_file, str(spec_file)):
+        assert load_spec(source, registry=reg).params.tokenizer == want  # type: ignore[attr-defined]
+    target = ConformanceTarget.from_spec(spec_file, reg)
+    assert target.resolved.params.tokenizer == want  # type: ignore[attr-defined]
+    with pytest.raises(SpecError, match=r"params\.tokenizer"):
+        load_spec(spec, registry=reg)  # a document alone: the working directory's

@@ -20,9 +20,18 @@ class ConformanceTarget:
     Build one from a family class (`from_family`, registered in a private registry), from a
     spec (`from_spec`), or for every installed family (`installed_targets`)."""
 
-    def __init__(self, spec: Mapping[str, Any], registry: Registry, id: str | None = None):
+    def __init__(
+        self,
+        spec: Mapping[str, Any],
+        registry: Registry,
+        id: str | None = None,
+        *,
+        spec_dir: Path | None = None,
+    ):
         self.spec = dict(spec)
         self.registry = registry
+        #: The folder of the spec file the document came from (its relative paths' base).
+        self.spec_dir = spec_dir
         self._id = id
         self._lock = threading.Lock()
         self._resolved: ResolvedSpec | None = None
@@ -69,7 +78,8 @@ class ConformanceTarget:
         cls, spec: str | Path | Mapping[str, Any], registry: Registry | None = None
     ) -> ConformanceTarget:
         doc = read_spec_document(spec)
-        return cls(doc, registry if registry is not None else default_registry())
+        folder = Path(spec).resolve().parent if isinstance(spec, (str, Path)) else None
+        return cls(doc, registry if registry is not None else default_registry(), spec_dir=folder)
 
     def __repr__(self) -> str:
         return f"ConformanceTarget({self.id!r})"
@@ -78,7 +88,9 @@ class ConformanceTarget:
     def resolved(self) -> ResolvedSpec:
         with self._lock:
             if self._resolved is None:
-                self._resolved = load_spec(self.spec, registry=self.registry)
+                self._resolved = load_spec(
+                    self.spec, registry=self.registry, spec_dir=self.spec_dir
+                )
             return self._resolved
 
     @property
@@ -109,7 +121,7 @@ class ConformanceTarget:
         doc = dict(self.spec)
         if threads is not None:
             doc["threads"] = threads
-        return Pipeline(load_spec(doc, registry=self.registry))
+        return Pipeline(load_spec(doc, registry=self.registry, spec_dir=self.spec_dir))
 
 
 _ID_BUDGET = 64
