@@ -11,7 +11,8 @@
 //! thread stops a running kernel within one small band. A kernel that saw it set returns
 //! [`KernelError::Cancelled`] ([`Par::check`]) instead of its partial output.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use crate::error::{KernelError, Result};
 
@@ -177,6 +178,70 @@ impl<'a> Par<'a> {
         self.spawn_pipeline(produce, &consume)
     }
 
+    /// [`Par::pipeline`] over a list of jobs: while the calling thread runs `produce` (e.g. a
+    /// decode filling a [`crate::feed::RowFeed`] the jobs wait on), the other `threads - 1`
+    /// claim `jobs` in their order, each job once, whichever thread is free taking the next
+    /// (so list them top to bottom: the first to be claimed are the first whose rows arrive);
+    /// then the calling thread joins them. Each thread makes its own state with `init` when it
+    /// claims its first job and keeps it across the jobs it claims (buffers, a resize's rolling
+    /// rows), so `run(state, job)` must give the same output whatever state it is handed.
+    /// Inline, `produce` runs, then every job in order.
+    ///
+    /// No job is claimed after one has failed or once the cancel flag is set. Returns
+    /// `produce`'s result and the jobs': the first error a job returned, else
+    /// [`KernelError::Cancelled`] when the flag was set, else an error if any job was left
+    /// unrun; `Ok` means every job ran to completion.
+    pub fn pipeline_jobs<T, J, S, P, I, R>(
+        &self,
+        produce: P,
+        jobs: Vec<J>,
+        init: I,
+        run: R,
+    ) -> (T, Result<()>)
+    where
+        P: FnOnce() -> T,
+        J: Send,
+        I: Fn() -> S + Sync,
+        R: Fn(&mut S, J) -> Result<()> + Sync,
+    {
+        let total = jobs.len();
+        let slots: Vec<Mutex<Option<J>>> = jobs.into_iter().map(|j| Mutex::new(Some(j))).collect();
+        let next = AtomicUsize::new(0);
+        let done = AtomicUsize::new(0);
+        let failed = OnceLock::<KernelError>::new();
+        let consume = || {
+            let mut state: Option<S> = None;
+            while !self.cancelled() && failed.get().is_none() {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(slot) = slots.get(i) else { return };
+                // Each index is claimed once, so the lock is never contended.
+                let job = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+                let Some(job) = job else { continue };
+                let state = state.get_or_insert_with(&init);
+                match run(state, job) {
+                    Ok(()) => {
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        let _ = failed.set(e);
+                    }
+                }
+            }
+        };
+        let out = self.pipeline(produce, consume);
+        let done = done.into_inner();
+        let res = match failed.into_inner() {
+            Some(e) => Err(e),
+            None if self.cancelled() => Err(KernelError::Cancelled),
+            None if done != total => Err(KernelError::InvalidArgument(format!(
+                "{} of {total} jobs were left unrun",
+                total - done
+            ))),
+            None => Ok(()),
+        };
+        (out, res)
+    }
+
     #[cfg(feature = "parallel")]
     fn spawn_pipeline<T, P, C>(&self, produce: P, consume: &C) -> T
     where
@@ -272,6 +337,57 @@ mod tests {
             );
             assert_eq!(produced, 7);
             assert_eq!(sum.load(Ordering::Relaxed), (0..50).sum::<usize>());
+        }
+    }
+
+    #[test]
+    fn pipeline_jobs_runs_every_job_once_and_stops_at_a_failure_or_the_flag() {
+        use std::sync::atomic::AtomicUsize;
+        for t in 0..5 {
+            let hits: Vec<AtomicUsize> = (0..40).map(|_| AtomicUsize::new(0)).collect();
+            let inits = AtomicUsize::new(0);
+            let par = Par::new(t);
+            let init = || inits.fetch_add(1, Ordering::Relaxed);
+            let (out, res) = par.pipeline_jobs(
+                || "produced",
+                (0..40).collect(),
+                init,
+                |_state: &mut usize, i: usize| {
+                    hits[i].fetch_add(1, Ordering::Relaxed);
+                    Ok(())
+                },
+            );
+            assert_eq!((out, res.is_ok()), ("produced", true));
+            assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1), "{t}");
+            // One state per thread that claimed a job, at most.
+            assert!(inits.load(Ordering::Relaxed) <= par.threads());
+            let (_, res) = par.pipeline_jobs(
+                || (),
+                (0..40).collect(),
+                || (),
+                |_, i: usize| {
+                    if i == 3 {
+                        Err(KernelError::InvalidArgument("job 3".into()))
+                    } else {
+                        Ok(())
+                    }
+                },
+            );
+            assert_eq!(res.unwrap_err().to_string(), "job 3");
+            let flag = AtomicBool::new(false);
+            let watched = par.with_cancel(&flag);
+            let (_, res) = watched.pipeline_jobs(
+                || (),
+                (0..40).collect(),
+                || (),
+                |_, i: usize| {
+                    if i == 5 {
+                        flag.store(true, Ordering::Relaxed);
+                    }
+                    Ok(())
+                },
+            );
+            assert!(matches!(res, Err(KernelError::Cancelled)), "{t}");
         }
     }
 

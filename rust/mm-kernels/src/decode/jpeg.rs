@@ -5,9 +5,11 @@ use std::ffi::{c_char, c_int, c_uint, c_void};
 
 use super::convert::{compact4_in_place, inverted_cmyk_to_rgb};
 use super::{bad, exif, limits, DecodeOptions, Decoded, Format, Header};
+use crate::error::KernelError;
 use crate::error::Result;
 use crate::feed::RowWriter;
 use crate::image::RgbImage;
+use crate::par::Par;
 
 // Links the static libjpeg-turbo that the shim calls into.
 use turbojpeg_sys as _;
@@ -37,7 +39,7 @@ extern "C" {
         components: c_int,
         msg: *mut c_char,
         msg_len: usize,
-        done: extern "C" fn(*mut c_void, c_uint),
+        done: extern "C" fn(*mut c_void, c_uint) -> c_int,
         ctx: *mut c_void,
     ) -> c_int;
 }
@@ -283,6 +285,7 @@ fn shim_result(rc: c_int, msg: &[c_char]) -> Result<()> {
         0 => Ok(()),
         2 => Err(bad(F, "truncated data (image file is truncated)")),
         3 => Err(bad(F, "the frame header does not match the image data")),
+        4 => Err(KernelError::Cancelled),
         _ => {
             let bytes: Vec<u8> = msg
                 .iter()
@@ -314,29 +317,41 @@ pub(crate) fn stream_header(data: &[u8], opts: &DecodeOptions) -> Result<Option<
     Ok(Some((m.width, m.height)))
 }
 
-/// Called by the shim between batches of scanlines (never from inside libjpeg).
-extern "C" fn rows_done(ctx: *mut c_void, rows: c_uint) {
-    // SAFETY: `ctx` is the `&mut RowWriter` that `decode_rows` passed, alive for the whole
-    // shim call and used by nothing else meanwhile.
-    let writer = unsafe { &mut *ctx.cast::<RowWriter<'_>>() };
-    writer.publish(rows as usize);
+/// What the shim's row callback reaches: the feed's writer and the call's cancel flag.
+struct RowsCtx<'w, 'f, 'p> {
+    writer: &'w mut RowWriter<'f>,
+    par: &'p Par<'p>,
+}
+
+/// Called by the shim between batches of scanlines (never from inside libjpeg): publishes the
+/// rows, and answers non-zero (stop) once the cancel flag is set.
+extern "C" fn rows_done(ctx: *mut c_void, rows: c_uint) -> c_int {
+    // SAFETY: `ctx` is the `RowsCtx` that `decode_rows` passed, alive for the whole shim call
+    // and used by nothing else meanwhile.
+    let ctx = unsafe { &mut *ctx.cast::<RowsCtx<'_, '_, '_>>() };
+    ctx.writer.publish(rows as usize);
+    c_int::from(ctx.par.cancelled())
 }
 
 /// Decode RGB rows straight into `writer`'s buffer (`width x height`, from [`stream_header`]),
-/// publishing each batch as libjpeg finishes it: the pixels and errors of [`decode`].
+/// publishing each batch as libjpeg finishes it: the pixels and errors of [`decode`]. Stops
+/// with [`KernelError::Cancelled`] between batches once `par`'s cancel flag is set.
 pub(crate) fn decode_rows(
     data: &[u8],
     width: u32,
     height: u32,
     writer: &mut RowWriter<'_>,
+    par: &Par<'_>,
 ) -> Result<()> {
     let out = writer.as_mut_ptr();
     let out_len = writer.len();
     let mut msg = [0 as c_char; 200];
-    let ctx: *mut RowWriter<'_> = writer;
+    let mut ctx = RowsCtx { writer, par };
+    let ctx: *mut RowsCtx<'_, '_, '_> = &mut ctx;
     // SAFETY: `data` is valid for its length; `out` is the writer's buffer of `out_len` bytes
     // (the shim checks `width * 3 * height <= out_len`), written only at rows libjpeg has not
-    // finished yet, i.e. at or after what `rows_done` published; `msg` as in `decode`.
+    // finished yet, i.e. at or after what `rows_done` published; `msg` as in `decode`; `ctx`
+    // outlives the call.
     let rc = unsafe {
         mm_jpeg_decode_rows(
             data.as_ptr(),
@@ -358,7 +373,6 @@ pub(crate) fn decode_rows(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::KernelError;
 
     fn decode_err(data: &[u8]) -> String {
         match decode(data, &DecodeOptions::default()) {

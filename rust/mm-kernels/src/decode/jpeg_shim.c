@@ -21,6 +21,7 @@
 #define MM_ERROR 1
 #define MM_TRUNCATED 2
 #define MM_MISMATCH 3
+#define MM_STOPPED 4
 
 typedef struct {
     struct jpeg_error_mgr pub;
@@ -78,8 +79,9 @@ static void mm_skip_input_data(j_decompress_ptr cinfo, long num_bytes) {
 }
 
 /* Told how many rows of `out` are complete after each batch of scanlines (never from inside a
- * libjpeg call, so no longjmp ever crosses the callee's frames). */
-typedef void (*mm_rows_done)(void *ctx, unsigned int rows);
+ * libjpeg call, so no longjmp ever crosses the callee's frames). A non-zero answer stops the
+ * decode (MM_STOPPED): the caller was cancelled. */
+typedef int (*mm_rows_done)(void *ctx, unsigned int rows);
 
 static int mm_decode_impl(const unsigned char *data, size_t len, unsigned char *out,
                           size_t out_len, unsigned int width, unsigned int height, int components,
@@ -98,7 +100,8 @@ int mm_jpeg_decode(const unsigned char *data, size_t len, unsigned char *out, si
                           NULL);
 }
 
-/* The same decode, calling `done(ctx, rows)` each time more rows of `out` are final. */
+/* The same decode, calling `done(ctx, rows)` each time more rows of `out` are final; it stops
+ * with MM_STOPPED when `done` answers non-zero. */
 int mm_jpeg_decode_rows(const unsigned char *data, size_t len, unsigned char *out,
                         size_t out_len, unsigned int width, unsigned int height, int components,
                         char *msg, size_t msg_len, mm_rows_done done, void *ctx) {
@@ -195,8 +198,9 @@ static int mm_decode_impl(const unsigned char *data, size_t len, unsigned char *
             jpeg_destroy_decompress(&cinfo);
             return MM_MISMATCH;
         }
-        if (done != NULL) {
-            done(ctx, cinfo.output_scanline);
+        if (done != NULL && done(ctx, cinfo.output_scanline) != 0) {
+            jpeg_destroy_decompress(&cinfo);
+            return MM_STOPPED;
         }
     }
 

@@ -24,6 +24,7 @@ use crate::error::{KernelError, Result};
 use crate::feed::{RowFeed, RowWriter};
 use crate::image::RgbImage;
 pub use mode::{source_mode, SourceMode};
+use crate::par::Par;
 
 /// How an alpha band or a transparency entry is turned into RGB.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -161,8 +162,9 @@ pub struct RowDecode<'a> {
 /// [`decode_rgb`] row by row: the header is checked now (same errors) and a feed of
 /// `width x height` RGB rows returned with the decode that fills it ([`RowDecode::run`]),
 /// so other threads can start on the top rows while the rest decode. Baseline and progressive
-/// JPEGs (RGB or grayscale, no orientation to apply) stream; every other image is decoded whole
-/// here and its feed comes back complete. Same pixels as `decode_rgb` either way.
+/// JPEGs (RGB or grayscale, no orientation to apply: see [`stream_size`]) stream; every other
+/// image is decoded whole here and its feed comes back complete. Same pixels as `decode_rgb`
+/// either way.
 pub fn decode_rgb_rows<'a>(
     data: &'a [u8],
     opts: &DecodeOptions,
@@ -202,11 +204,17 @@ impl RowDecode<'_> {
         self.height
     }
 
+    /// Whether the rows arrive as they are decoded (false: the feed came back complete).
+    pub fn streams(&self) -> bool {
+        self.streaming
+    }
+
     /// Decode into the writer of the feed `decode_rgb_rows` returned with `self` (anything else
     /// is refused), publishing rows as they are final. On an error (e.g. data
     /// truncated mid-scan) the writer is dropped with rows unpublished, which releases every
-    /// reader still waiting.
-    pub fn run(self, mut writer: RowWriter<'_>) -> Result<()> {
+    /// reader still waiting. Once `par`'s cancel flag is set the decode stops at its next batch
+    /// of rows with [`KernelError::Cancelled`].
+    pub fn run(self, mut writer: RowWriter<'_>, par: &Par<'_>) -> Result<()> {
         if !self.streaming {
             return Ok(());
         }
@@ -216,7 +224,7 @@ impl RowDecode<'_> {
             ));
         }
         let (w, h) = (self.width as u32, self.height as u32);
-        jpeg::decode_rows(self.data, w, h, &mut writer)?;
+        jpeg::decode_rows(self.data, w, h, &mut writer, par)?;
         if writer.published() != writer.rows() {
             return Err(bad(
                 Format::Jpeg,
@@ -225,6 +233,17 @@ impl RowDecode<'_> {
         }
         Ok(())
     }
+}
+
+/// `Some((width, height))` when [`decode_rgb_rows`] would stream the rows of `data` under
+/// `opts` (a JPEG whose rows come out of libjpeg final: RGB or grayscale, no orientation to
+/// apply), from the header alone, checked as [`decode_rgb`] checks it (the same errors);
+/// `None` for every other image, which is decoded whole.
+pub fn stream_size(data: &[u8], opts: &DecodeOptions) -> Result<Option<(u32, u32)>> {
+    if Format::detect(data)? != Format::Jpeg {
+        return Ok(None);
+    }
+    jpeg::stream_header(data, opts)
 }
 
 /// `(width, height)` from the header alone, after EXIF orientation when `exif_orientation`.
@@ -262,6 +281,6 @@ pub(crate) fn bad(format: Format, reason: impl Into<String>) -> KernelError {
 #[cfg(test)]
 mod stream_tests;
 #[cfg(test)]
-mod test_jpeg;
+pub(crate) mod test_jpeg;
 #[cfg(test)]
 mod tests;

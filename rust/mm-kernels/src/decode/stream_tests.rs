@@ -56,8 +56,9 @@ fn streamed(data: &[u8], opts: &DecodeOptions, threads: usize) -> Result<RgbImag
     let next = AtomicUsize::new(0);
     let copied = AtomicUsize::new(0);
     let (writer, reader) = feed.split();
-    let res = Par::new(threads).pipeline(
-        move || decode.run(writer),
+    let par = Par::new(threads);
+    let res = par.pipeline(
+        move || decode.run(writer, &par),
         || loop {
             let y = next.fetch_add(1, Ordering::Relaxed);
             if y >= h {

@@ -3,7 +3,7 @@
 use turbojpeg_sys as tj;
 
 /// Encode `px` (`w x h`, pixel format `pf`) at `quality` with subsampling `samp`.
-pub(super) fn encode_jpeg(
+pub(crate) fn encode_jpeg(
     px: &[u8],
     w: usize,
     h: usize,

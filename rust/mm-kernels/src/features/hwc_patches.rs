@@ -7,6 +7,7 @@ use std::mem::MaybeUninit;
 use std::sync::OnceLock;
 
 use super::encode::Encode;
+use super::fed;
 use super::parts::{Band, Rows, Source};
 use crate::error::{KernelError, Result};
 use crate::image::RgbView;
@@ -56,6 +57,33 @@ pub(crate) fn write<E: Encode>(
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// [`write`] while the image's rows are still arriving: one job per patch row, run through
+/// [`fed::run`] alongside `produce` in the order their rows arrive.
+pub(crate) fn write_streamed<E: Encode, P: FnOnce() -> Result<()>>(
+    src: &Source<'_>,
+    ps: usize,
+    enc: &E,
+    par: &Par,
+    out: &mut [MaybeUninit<E::Out>],
+    produce: P,
+) -> Result<()> {
+    let (_, cols) = grid(src, ps)?;
+    let row_len = cols * ps * ps * 3;
+    let kh = src.kept().1;
+    let jobs: Vec<(usize, fed::Run<'_, E::Out>)> = out
+        .chunks_exact_mut(row_len)
+        .enumerate()
+        .map(|(i, patch_row)| {
+            let (y0, y1) = (i * ps, ((i + 1) * ps).min(kh));
+            let need = if y0 < y1 { src.need(y0, y1) } else { 0 };
+            (need, (i, patch_row))
+        })
+        .collect();
+    fed::run(par, produce, jobs, Band::default, |band, (i, patch_row)| {
+        patch_row_into(src, ps, i, patch_row, enc, band)
+    })
 }
 
 /// The `cols` patches of patch row `i`; every element of `out` is written.

@@ -23,6 +23,7 @@
 
 pub mod alloc;
 mod encode;
+mod fed;
 mod hwc_patches;
 mod parts;
 mod patch_rows;
@@ -37,9 +38,10 @@ pub use patch_rows::Patching;
 pub use table::{bf16_rne, Arith, Backend, Bf16Table, Filter, Lanes, Table};
 
 use crate::error::{KernelError, Result};
+use crate::feed::{RowFeed, RowWriter};
 use crate::image::RgbView;
 use crate::par::Par;
-use parts::Source;
+use parts::{Pixels, Source};
 
 /// The output layout of a feature.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,58 +86,187 @@ pub fn compose<E: ComposeEncoder>(
     enc: &E,
     par: &Par,
 ) -> Result<Composed<E::Out>> {
-    if parts.is_empty() {
-        return Err(KernelError::InvalidArgument(
-            "a feature needs at least one part".into(),
-        ));
-    }
-    let sources: Vec<Source<'_>> = parts
-        .iter()
-        .map(|p| Source::new(image, p, recipe.resize))
-        .collect::<Result<_>>()?;
-    let one = || -> Result<&Source<'_>> {
-        match &sources[..] {
-            [s] => Ok(s),
-            _ => Err(KernelError::InvalidArgument(format!(
-                "the {:?} writer takes one part, got {}",
-                recipe.writer,
-                sources.len()
-            ))),
-        }
-    };
-    let (len, shape) = match recipe.writer {
-        Writer::Planes => {
-            let s = one()?;
-            (planes::len(&sources)?, vec![3, s.extent.1, s.extent.0])
-        }
-        Writer::Tiles(t) => {
-            let len = planes::len(&sources)?;
-            let per = 3usize.saturating_mul(t).saturating_mul(t).max(1);
-            (len, vec![len / per, 3, t, t])
-        }
-        Writer::PatchRows(p) => {
-            let (len, gh, gw) = patch_rows::shape(one()?, p, enc.is_codes())?;
-            (len, vec![gh * gw, len / (gh * gw).max(1)])
-        }
-        Writer::HwcPatches(ps) => {
-            let s = one()?;
-            let len = hwc_patches::len(s, ps)?;
-            let (rows, cols) = hwc_patches::grid(s, ps)?;
-            (len, vec![rows * cols, ps, ps, 3])
-        }
-    };
+    let sources = sources_of(Pixels::Whole(image), parts, recipe)?;
+    let (len, shape) = layout(&sources, recipe, enc)?;
     let (mut out, store) = E::reserve(len)?;
     let spare = &mut out.spare_capacity_mut()[..len];
     match recipe.writer {
         Writer::Planes => planes::write(&sources, None, enc, par, spare)?,
         Writer::Tiles(t) => planes::write(&sources, Some(t), enc, par, spare)?,
-        Writer::PatchRows(p) => enc.patch_rows(one()?, p, par, spare, store)?,
-        Writer::HwcPatches(ps) => hwc_patches::write(one()?, ps, enc, par, spare)?,
+        Writer::PatchRows(p) => enc.patch_rows(one(&sources, recipe)?, p, par, spare, store)?,
+        Writer::HwcPatches(ps) => hwc_patches::write(one(&sources, recipe)?, ps, enc, par, spare)?,
     }
     // SAFETY: `len <= capacity` (reserved above), and the writer returned Ok, which means it
     // wrote every one of the `len` elements (each writer's contract).
     unsafe { out.set_len(len) };
     Ok(Composed { data: out, shape })
+}
+
+/// [`compose`] from encoded bytes, decoding as `opts` says: `plan(width, height)` gives the
+/// parts of the upright image from its size, which the header tells before any pixel. Where
+/// the decode streams its rows ([`crate::decode::stream_size`]: a JPEG with no orientation to
+/// apply) and `par` has two threads or more, this is [`compose_fed`] on the decode's feed;
+/// otherwise the image is decoded whole, then composed. The output is [`compose`]'s of the
+/// decoded image, bit for bit, for every thread count, and so are the errors: the decode's
+/// first (a broken scan is reported before a plan or a part that refuses the size), then the
+/// plan's, then the writer's. The cancel flag of `par` also stops the decode.
+#[cfg(feature = "decode")]
+pub fn compose_encoded<E, F>(
+    data: &[u8],
+    opts: &crate::decode::DecodeOptions,
+    plan: F,
+    recipe: &Recipe,
+    enc: &E,
+    par: &Par,
+) -> Result<Composed<E::Out>>
+where
+    E: ComposeEncoder,
+    F: FnOnce(usize, usize) -> Result<Vec<Part>>,
+{
+    let (mut feed, decode) = crate::decode::decode_rgb_rows(data, opts)?;
+    let (w, h) = (decode.width(), decode.height());
+    if par.threads() <= 1 || !decode.streams() {
+        let (writer, _) = feed.split();
+        decode.run(writer, par)?;
+        let pixels = feed
+            .into_vec()
+            .ok_or_else(|| KernelError::InvalidArgument("the decode left rows unwritten".into()))?;
+        let parts = plan(w, h)?;
+        let out = compose(RgbView::new(w, h, &pixels)?, &parts, recipe, enc, par)?;
+        par.check()?;
+        return Ok(out);
+    }
+    match plan(w, h) {
+        Ok(parts) => compose_fed(
+            &mut feed,
+            |rows| decode.run(rows, par),
+            &parts,
+            recipe,
+            enc,
+            par,
+        ),
+        Err(e) => {
+            let (writer, _) = feed.split();
+            decode.run(writer, par)?;
+            Err(e)
+        }
+    }
+}
+
+/// [`compose`] of an image whose rows `produce` is still writing into `feed` (`feed.rows()`
+/// rows of `feed.row_bytes() / 3` RGB pixels, top to bottom, published as they are final):
+/// `produce` runs on the calling thread while the writer's bands run on the other threads of
+/// `par` in the order their rows arrive, each waiting for the rows it reads
+/// ([`Par::pipeline_jobs`]); then the calling thread joins them. The output is [`compose`]'s of
+/// the finished image, bit for bit, for every thread count and any timing. Errors: `produce`'s
+/// first (bands that stopped waiting when it gave up failed because of it), then the parts' and
+/// the writer's; `produce` always runs, even when the parts are refused before any band.
+/// Setting `par`'s cancel flag stops the bands ([`KernelError::Cancelled`]); `produce` should
+/// watch it too.
+pub fn compose_fed<E, P>(
+    feed: &mut RowFeed,
+    produce: P,
+    parts: &[Part],
+    recipe: &Recipe,
+    enc: &E,
+    par: &Par,
+) -> Result<Composed<E::Out>>
+where
+    E: ComposeEncoder,
+    P: FnOnce(RowWriter<'_>) -> Result<()>,
+{
+    let (w, h) = (feed.row_bytes() / 3, feed.rows());
+    let (writer, reader) = feed.split();
+    let image = Pixels::Feed {
+        rows: reader,
+        width: w,
+        height: h,
+    };
+    // `produce` runs once: in the pipeline, or after a writer that failed before starting it.
+    let pending = std::cell::Cell::new(Some((produce, writer)));
+    let run = || match pending.take() {
+        Some((produce, writer)) => produce(writer),
+        None => Ok(()),
+    };
+    let composed = (|| {
+        let sources = sources_of(image, parts, recipe)?;
+        let (len, shape) = layout(&sources, recipe, enc)?;
+        let (mut out, store) = E::reserve(len)?;
+        let spare = &mut out.spare_capacity_mut()[..len];
+        match recipe.writer {
+            Writer::Planes => planes::write_streamed(&sources, None, enc, par, spare, run)?,
+            Writer::Tiles(t) => planes::write_streamed(&sources, Some(t), enc, par, spare, run)?,
+            Writer::PatchRows(p) => {
+                let src = one(&sources, recipe)?;
+                enc.patch_rows_streamed(src, p, par, spare, store, run)?;
+            }
+            Writer::HwcPatches(ps) => {
+                let src = one(&sources, recipe)?;
+                hwc_patches::write_streamed(src, ps, enc, par, spare, run)?;
+            }
+        }
+        // SAFETY: as in `compose`: every one of the `len` reserved elements was written.
+        unsafe { out.set_len(len) };
+        Ok(Composed { data: out, shape })
+    })();
+    run()?;
+    composed
+}
+
+/// Every part of `image`, planned for `recipe`'s resampler (at least one).
+fn sources_of<'a>(image: Pixels<'a>, parts: &[Part], recipe: &Recipe) -> Result<Vec<Source<'a>>> {
+    if parts.is_empty() {
+        return Err(KernelError::InvalidArgument(
+            "a feature needs at least one part".into(),
+        ));
+    }
+    parts
+        .iter()
+        .map(|p| Source::new(image, p, recipe.resize))
+        .collect()
+}
+
+/// The one source of a writer that takes one part.
+fn one<'s, 'a>(sources: &'s [Source<'a>], recipe: &Recipe) -> Result<&'s Source<'a>> {
+    match sources {
+        [s] => Ok(s),
+        _ => Err(KernelError::InvalidArgument(format!(
+            "the {:?} writer takes one part, got {}",
+            recipe.writer,
+            sources.len()
+        ))),
+    }
+}
+
+/// The elements and shape of `recipe`'s output over `sources`, every part checked to fit the
+/// writer (so that the writer itself only fails on its input rows).
+fn layout<E: Encode>(
+    sources: &[Source<'_>],
+    recipe: &Recipe,
+    enc: &E,
+) -> Result<(usize, Vec<usize>)> {
+    Ok(match recipe.writer {
+        Writer::Planes => {
+            let s = one(sources, recipe)?;
+            (planes::len(sources)?, vec![3, s.extent.1, s.extent.0])
+        }
+        Writer::Tiles(t) => {
+            planes::check_tiles(sources, t)?;
+            let len = planes::len(sources)?;
+            let per = 3usize.saturating_mul(t).saturating_mul(t).max(1);
+            (len, vec![len / per, 3, t, t])
+        }
+        Writer::PatchRows(p) => {
+            let (len, gh, gw) = patch_rows::shape(one(sources, recipe)?, p, enc.is_codes())?;
+            (len, vec![gh * gw, len / (gh * gw).max(1)])
+        }
+        Writer::HwcPatches(ps) => {
+            let s = one(sources, recipe)?;
+            let len = hwc_patches::len(s, ps)?;
+            let (rows, cols) = hwc_patches::grid(s, ps)?;
+            (len, vec![rows * cols, ps, ps, 3])
+        }
+    })
 }
 
 /// The encoders [`compose`] takes: [`Values`], [`Bf16Values`] and [`Codes`] (sealed: each
@@ -173,6 +304,19 @@ mod sealed {
         ) -> Result<()> {
             patch_rows::write(src, p, self, par, out, store)
         }
+
+        /// [`Sealed::patch_rows`] while the rows still arrive, alongside `produce`.
+        fn patch_rows_streamed<P: FnOnce() -> Result<()>>(
+            &self,
+            src: &Source<'_>,
+            p: Patching,
+            par: &Par,
+            out: &mut [MaybeUninit<Self::Out>],
+            store: Store,
+            produce: P,
+        ) -> Result<()> {
+            patch_rows::write_streamed(src, p, self, par, out, store, produce)
+        }
     }
 
     impl Sealed for Values<'_> {
@@ -194,8 +338,22 @@ mod sealed {
         ) -> Result<()> {
             patch_rows::write_codes(src, p, par, out)
         }
+
+        fn patch_rows_streamed<P: FnOnce() -> Result<()>>(
+            &self,
+            src: &Source<'_>,
+            p: Patching,
+            par: &Par,
+            out: &mut [MaybeUninit<u8>],
+            _store: Store,
+            produce: P,
+        ) -> Result<()> {
+            patch_rows::write_codes_streamed(src, p, par, out, produce)
+        }
     }
 }
 
+#[cfg(all(test, feature = "decode"))]
+mod fed_tests;
 #[cfg(test)]
 mod tests;

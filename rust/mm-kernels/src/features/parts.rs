@@ -15,6 +15,7 @@
 //! `resize_rgb`, and the resized part never exists whole unless a writer asks for it.
 
 use crate::error::{KernelError, Result};
+use crate::feed::RowReader;
 use crate::image::RgbView;
 use crate::resize::{PassOrder, Resample, ResizePlan, RowScratch};
 
@@ -123,11 +124,51 @@ pub struct Resize {
     pub order: PassOrder,
 }
 
+/// Where the pixels of a part come from: a decoded image, or an image whose rows are still
+/// being decoded, top to bottom, into a [`RowFeed`](crate::feed::RowFeed).
+#[derive(Clone, Copy)]
+pub(crate) enum Pixels<'a> {
+    /// Every row is there.
+    Whole(RgbView<'a>),
+    /// Rows arrive in order; a band waits for the ones it reads.
+    Feed {
+        rows: RowReader<'a>,
+        width: usize,
+        height: usize,
+    },
+}
+
+impl<'a> Pixels<'a> {
+    /// `(width, height)` of the image.
+    fn size(&self) -> (usize, usize) {
+        match *self {
+            Self::Whole(v) => (v.width, v.height),
+            Self::Feed { width, height, .. } => (width, height),
+        }
+    }
+
+    /// Rows `..hi` of the image, whole and tightly packed, once they are there.
+    fn upto(&self, hi: usize) -> Result<&'a [u8]> {
+        match *self {
+            Self::Whole(v) => v.data.get(..hi * v.width * 3),
+            Self::Feed { rows, .. } => rows.wait(hi),
+        }
+        .ok_or_else(|| {
+            KernelError::InvalidArgument(format!(
+                "rows ..{hi} of the image never arrived (its decode stopped)"
+            ))
+        })
+    }
+}
+
 /// A part of one image, planned: the rows of its kept rectangle on demand.
 #[doc(hidden)]
 pub struct Source<'a> {
-    image: RgbView<'a>,
-    /// The source rectangle, copied out tightly packed (`None`: the whole image is read).
+    image: Pixels<'a>,
+    /// The source rectangle (the whole image when the part names none).
+    rect: Rect,
+    /// The source rectangle of a decoded image, copied out tightly packed (`None`: the whole
+    /// image is read, or a fed image's rectangle is cut band by band).
     cut: Option<Vec<u8>>,
     in_w: usize,
     in_h: usize,
@@ -160,50 +201,63 @@ impl Rows<'_> {
     }
 }
 
-/// A thread's buffers for [`Source::rows`]: reuse one across the bands of one part, in
-/// order, so that the resize keeps the intermediate rows consecutive bands share.
+/// A thread's buffers for [`Source::rows`]: reuse one across the bands of one part (in any
+/// order; in order, the resize keeps the intermediate rows consecutive bands share).
 #[derive(Default)]
 pub(crate) struct Band {
     buf: Vec<u8>,
     scratch: RowScratch,
     /// Canvas rows (a part with a [`Fill`]).
     canvas: Vec<u8>,
+    /// A fed image's source rectangle, the rows one band reads.
+    cut: Vec<u8>,
+}
+
+/// The buffers [`Source::kept_rows`] works in.
+struct KeptBufs<'b> {
+    buf: &'b mut Vec<u8>,
+    scratch: &'b mut RowScratch,
+    cut: &'b mut Vec<u8>,
 }
 
 impl<'a> Source<'a> {
     /// Plan `part` of `image`; a rectangle that does not fit, an empty size (but on a
     /// canvas), padding smaller than the kept pixels or a canvas that does not hold them is an
     /// [`KernelError::InvalidArgument`].
-    pub(crate) fn new(image: RgbView<'a>, part: &Part, resize: Resize) -> Result<Self> {
+    pub(crate) fn new(image: Pixels<'a>, part: &Part, resize: Resize) -> Result<Self> {
         let bad = |what: String| Err(KernelError::InvalidArgument(what));
-        let (iw, ih) = (image.width, image.height);
+        let (iw, ih) = image.size();
         let (w, h) = part.size;
         let empty = w == 0 || h == 0;
         if empty && (part.fill.is_none() || part.crop.is_some()) {
             return bad(format!("a part cannot be resized to {w}x{h}"));
         }
-        let cut = match part.source {
-            None => None,
+        let whole = Rect::new(0, 0, iw, ih);
+        let (rect, cut) = match part.source {
+            None => (whole, None),
             Some(r) if !r.fits(iw, ih) => {
                 return bad(format!(
                     "crop {}x{} at ({}, {}) does not fit a {iw}x{ih} image",
                     r.w, r.h, r.x, r.y
                 ))
             }
-            Some(r) if (r.x, r.y, r.w, r.h) == (0, 0, iw, ih) || empty => None,
-            Some(r) => {
-                let stride = iw * 3;
-                let mut buf = Vec::new();
-                buf.try_reserve_exact(r.w * r.h * 3).map_err(|_| {
-                    KernelError::Limit(format!("a {}x{} crop cannot be allocated", r.w, r.h))
-                })?;
-                for row in r.y..r.y + r.h {
-                    buf.extend_from_slice(&image.data[row * stride + r.x * 3..][..r.w * 3]);
+            Some(r) if r == whole || empty => (whole, None),
+            Some(r) => match image {
+                Pixels::Whole(view) => {
+                    let stride = iw * 3;
+                    let mut buf = Vec::new();
+                    buf.try_reserve_exact(r.w * r.h * 3).map_err(|_| {
+                        KernelError::Limit(format!("a {}x{} crop cannot be allocated", r.w, r.h))
+                    })?;
+                    for row in r.y..r.y + r.h {
+                        buf.extend_from_slice(&view.data[row * stride + r.x * 3..][..r.w * 3]);
+                    }
+                    (r, Some(buf))
                 }
-                Some(buf)
-            }
+                Pixels::Feed { .. } => (r, None),
+            },
         };
-        let (in_w, in_h) = part.source.map_or((iw, ih), |r| (r.w, r.h));
+        let (in_w, in_h) = (rect.w, rect.h);
         let plan = if (in_w, in_h) == (w, h) || empty {
             None
         } else {
@@ -253,6 +307,7 @@ impl<'a> Source<'a> {
         };
         Ok(Self {
             image,
+            rect,
             cut,
             in_w,
             in_h,
@@ -272,12 +327,33 @@ impl<'a> Source<'a> {
         }
     }
 
-    fn input(&self) -> &[u8] {
-        self.cut.as_deref().unwrap_or(self.image.data)
+    /// The kept rows (in kept coordinates) inside rows `y0..y1` of what a writer reads: all of
+    /// them, or on a canvas the part of the band the kept pixels cover (possibly none).
+    fn kept_span(&self, y0: usize, y1: usize) -> (usize, usize) {
+        match self.fill {
+            None => (y0, y1),
+            Some(fill) => {
+                let (ay, kh) = (fill.at.1, self.keep.h);
+                (y0.max(ay).min(ay + kh) - ay, y1.max(ay).min(ay + kh) - ay)
+            }
+        }
+    }
+
+    /// How many rows of the image, from the top, rows `y0..y1` of [`Source::rows`] read (0 when
+    /// they read none): the order in which bands of a fed image can run.
+    pub(crate) fn need(&self, y0: usize, y1: usize) -> usize {
+        let (k0, k1) = self.kept_span(y0, y1);
+        if k0 >= k1 || self.keep.w == 0 {
+            return 0;
+        }
+        let (r0, r1) = (self.keep.y + k0, self.keep.y + k1);
+        let hi = self.plan.as_ref().map_or(r1, |p| p.input_rows(r0, r1).1);
+        self.rect.y + hi
     }
 
     /// Rows `y0..y1` (`y1 <=` the kept height) of what a writer reads: the kept pixels, or on a
-    /// canvas the canvas rows with the kept pixels in place; resized into `band` when due.
+    /// canvas the canvas rows with the kept pixels in place; resized into `band` when due. On a
+    /// fed image this waits for the rows it reads.
     pub(crate) fn rows<'b>(&'b self, y0: usize, y1: usize, band: &'b mut Band) -> Result<Rows<'b>> {
         let (_, kh) = self.kept();
         if y0 >= y1 || y1 > kh {
@@ -286,7 +362,14 @@ impl<'a> Source<'a> {
             )));
         }
         match self.fill {
-            None => self.kept_rows(y0, y1, &mut band.buf, &mut band.scratch),
+            None => {
+                let bufs = KeptBufs {
+                    buf: &mut band.buf,
+                    scratch: &mut band.scratch,
+                    cut: &mut band.cut,
+                };
+                self.kept_rows(y0, y1, bufs)
+            }
             Some(fill) => self.canvas_rows(fill, y0, y1, band),
         }
     }
@@ -300,7 +383,7 @@ impl<'a> Source<'a> {
         band: &'b mut Band,
     ) -> Result<Rows<'b>> {
         let (cw, _) = self.extent;
-        let (kw, kh) = (self.keep.w, self.keep.h);
+        let kw = self.keep.w;
         let (ax, ay) = fill.at;
         let stride = cw * 3;
         let n = (y1 - y0) * stride;
@@ -309,7 +392,7 @@ impl<'a> Source<'a> {
         }
         let canvas = &mut band.canvas[..n];
         // The kept rows inside this band, in kept coordinates.
-        let (k0, k1) = (y0.max(ay).min(ay + kh) - ay, y1.max(ay).min(ay + kh) - ay);
+        let (k0, k1) = self.kept_span(y0, y1);
         let paint = |dst: &mut [u8]| {
             for px in dst.chunks_exact_mut(3) {
                 px.copy_from_slice(&fill.color);
@@ -318,7 +401,12 @@ impl<'a> Source<'a> {
         if k0 == k1 || kw == 0 {
             paint(canvas);
         } else {
-            let kept = self.kept_rows(k0, k1, &mut band.buf, &mut band.scratch)?;
+            let bufs = KeptBufs {
+                buf: &mut band.buf,
+                scratch: &mut band.scratch,
+                cut: &mut band.cut,
+            };
+            let kept = self.kept_rows(k0, k1, bufs)?;
             for (i, row) in canvas.chunks_exact_mut(stride).enumerate() {
                 let y = y0 + i;
                 if y < ay + k0 || y >= ay + k1 {
@@ -341,28 +429,62 @@ impl<'a> Source<'a> {
         })
     }
 
-    /// Kept rows `y0..y1` (`y1 <=` the kept rectangle's height), resized into `buf` when a
-    /// resize is due.
-    fn kept_rows<'b>(
-        &'b self,
-        y0: usize,
-        y1: usize,
-        buf: &'b mut Vec<u8>,
-        scratch: &mut RowScratch,
-    ) -> Result<Rows<'b>> {
+    /// Rows `lo..hi` of the source rectangle, whole and tightly packed (`in_w` pixels each):
+    /// from the copy of a decoded image's rectangle, from the image itself when the rectangle
+    /// is all of it, else (a fed image) copied into `cut` once they are there.
+    fn input<'b>(&'b self, lo: usize, hi: usize, cut: &'b mut Vec<u8>) -> Result<&'b [u8]> {
+        let in_row = self.in_w * 3;
+        let outside = || {
+            KernelError::InvalidArgument(format!(
+                "input rows {lo}..{hi} are outside the {}-row image",
+                self.in_h
+            ))
+        };
+        if hi > self.in_h || lo > hi {
+            return Err(outside());
+        }
+        if let Some(c) = &self.cut {
+            return c.get(lo * in_row..hi * in_row).ok_or_else(outside);
+        }
+        let r = self.rect;
+        let data = self.image.upto(r.y + hi)?;
+        let (iw, _) = self.image.size();
+        if r.x == 0 && r.w == iw {
+            return data.get((r.y + lo) * in_row..).ok_or_else(outside);
+        }
+        cut.clear();
+        for row in r.y + lo..r.y + hi {
+            cut.extend_from_slice(&data[(row * iw + r.x) * 3..][..in_row]);
+        }
+        Ok(&cut[..])
+    }
+
+    /// Kept rows `y0..y1` (`y1 <=` the kept rectangle's height), resized into `bufs.buf` when
+    /// a resize is due.
+    fn kept_rows<'b>(&'b self, y0: usize, y1: usize, bufs: KeptBufs<'b>) -> Result<Rows<'b>> {
         let kw = self.keep.w;
         let (r0, r1) = (self.keep.y + y0, self.keep.y + y1);
         let x0 = self.keep.x * 3;
         match &self.plan {
             None => {
-                let stride = self.in_w * 3;
-                let data = self.input().get(r0 * stride..r1 * stride).ok_or_else(|| {
-                    KernelError::InvalidArgument(format!("rows {r0}..{r1} are outside the image"))
-                })?;
+                let r = self.rect;
+                let (iw, _) = self.image.size();
+                if self.cut.is_some() || r.x == 0 && r.w == iw {
+                    let data = self.input(r0, r1, bufs.cut)?;
+                    return Ok(Rows {
+                        data,
+                        stride: self.in_w * 3,
+                        x0,
+                        width: kw,
+                        height: y1 - y0,
+                    });
+                }
+                // A fed image's rectangle, read in place.
+                let data = self.image.upto(r.y + r1)?;
                 Ok(Rows {
-                    data,
-                    stride,
-                    x0,
+                    data: &data[(r.y + r0) * iw * 3..],
+                    stride: iw * 3,
+                    x0: r.x * 3 + x0,
                     width: kw,
                     height: y1 - y0,
                 })
@@ -370,20 +492,17 @@ impl<'a> Source<'a> {
             Some(plan) => {
                 let stride = plan.out_w * 3;
                 let n = (r1 - r0) * stride;
-                if buf.len() < n {
-                    buf.resize(n, 0);
+                if bufs.buf.len() < n {
+                    bufs.buf.resize(n, 0);
                 }
                 let (lo, hi) = plan.input_rows(r0, r1);
-                let in_row = self.in_w * 3;
-                let input = self.input().get(lo * in_row..hi * in_row).ok_or_else(|| {
-                    KernelError::InvalidArgument(format!(
-                        "input rows {lo}..{hi} are outside the {}-row image",
-                        self.in_h
-                    ))
+                let input = self.input(lo, hi, bufs.cut)?;
+                let input = input.get(..(hi - lo) * self.in_w * 3).ok_or_else(|| {
+                    KernelError::InvalidArgument(format!("input rows {lo}..{hi} are cut short"))
                 })?;
-                plan.run_rows(input, r0, r1, &mut buf[..n], scratch)?;
+                plan.run_rows(input, r0, r1, &mut bufs.buf[..n], bufs.scratch)?;
                 Ok(Rows {
-                    data: &buf[..n],
+                    data: &bufs.buf[..n],
                     stride,
                     x0,
                     width: kw,
@@ -431,7 +550,7 @@ mod tests {
             &Par::inline(),
         )
         .unwrap();
-        let src = Source::new(img, &part, resize).unwrap();
+        let src = Source::new(Pixels::Whole(img), &part, resize).unwrap();
         assert_eq!((src.kept(), src.extent), ((15, 14), (16, 16)));
         for step in [1, 3, 14] {
             let mut band = Band::default();
@@ -476,7 +595,10 @@ mod tests {
             },
         ];
         for part in cases {
-            assert!(Source::new(img, &part, resize).is_err(), "{part:?}");
+            assert!(
+                Source::new(Pixels::Whole(img), &part, resize).is_err(),
+                "{part:?}"
+            );
         }
     }
 }

@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 
 use super::alloc::{stream, Store};
 use super::encode::{Encode, Scatter};
+use super::fed;
 use super::parts::{Band, Rows, Source};
 use super::simd::split_planes;
 use crate::error::{KernelError, Result};
@@ -122,22 +123,89 @@ pub(crate) fn write<E: Encode>(
     let per_step = STEP_ROWS.div_ceil(g.unit);
     let failed = OnceLock::<KernelError>::new();
     par.for_each_band(out, g.block_row_len, |first, chunk| {
-        let mut band = Band::default();
-        let mut frame = vec![E::Out::default(); g.row_len];
+        let mut state = (Band::default(), vec![E::Out::default(); g.row_len]);
         for (i, part) in chunk.chunks_mut(per_step * g.block_row_len).enumerate() {
-            let blocks = part.len() / g.block_row_len;
-            let (y, n) = ((first + i * per_step) * g.unit, blocks * g.unit);
-            match src.rows(y, y + n, &mut band) {
-                Ok(rows) => block_rows(&rows, enc, p, &g, part, store, &mut frame),
-                Err(e) => {
-                    let _ = failed.set(e);
-                    return;
-                }
+            let block = first + i * per_step;
+            if let Err(e) = values_step(src, p, enc, &g, block, part, store, &mut state) {
+                let _ = failed.set(e);
+                return;
             }
         }
         stream::fence();
     });
     failed.into_inner().map_or(Ok(()), Err)
+}
+
+/// [`write`] while the image's rows are still arriving ([`run_streamed`]).
+pub(crate) fn write_streamed<E: Encode, P: FnOnce() -> Result<()>>(
+    src: &Source<'_>,
+    p: Patching,
+    enc: &E,
+    par: &Par,
+    out: &mut [MaybeUninit<E::Out>],
+    store: Store,
+    produce: P,
+) -> Result<()> {
+    let g = grid_of(src, p, false)?;
+    let init = || (Band::default(), vec![E::Out::default(); g.row_len]);
+    run_streamed(src, &g, par, out, produce, init, |state, block, part| {
+        values_step(src, p, enc, &g, block, part, store, state)?;
+        stream::fence();
+        Ok(())
+    })
+}
+
+/// The block rows of `out` (whole block rows, the first being `block`) through `enc`, with a
+/// thread's band and frame buffer.
+#[allow(clippy::too_many_arguments)]
+fn values_step<E: Encode>(
+    src: &Source<'_>,
+    p: Patching,
+    enc: &E,
+    g: &Grid,
+    block: usize,
+    out: &mut [MaybeUninit<E::Out>],
+    store: Store,
+    (band, frame): &mut (Band, Vec<E::Out>),
+) -> Result<()> {
+    let blocks = out.len() / g.block_row_len;
+    let (y, n) = (block * g.unit, blocks * g.unit);
+    let rows = src.rows(y, y + n, band)?;
+    block_rows(&rows, enc, p, g, out, store, frame);
+    Ok(())
+}
+
+/// `out` cut into steps of whole block rows, run by [`fed::run`] alongside `produce` in the
+/// order their rows arrive: `step(state, first block, step's output)`.
+fn run_streamed<T, S, P, I, F>(
+    src: &Source<'_>,
+    g: &Grid,
+    par: &Par,
+    out: &mut [MaybeUninit<T>],
+    produce: P,
+    init: I,
+    step: F,
+) -> Result<()>
+where
+    T: Send,
+    P: FnOnce() -> Result<()>,
+    I: Fn() -> S + Sync,
+    F: Fn(&mut S, usize, &mut [MaybeUninit<T>]) -> Result<()> + Sync,
+{
+    let per_step = STEP_ROWS.div_ceil(g.unit);
+    let steps: Vec<(usize, fed::Run<'_, T>)> = out
+        .chunks_mut(per_step * g.block_row_len)
+        .enumerate()
+        .map(|(i, part)| {
+            let block = i * per_step;
+            let n = part.len() / g.block_row_len * g.unit;
+            let y = block * g.unit;
+            (src.need(y, y + n), (block, part))
+        })
+        .collect();
+    fed::run(par, produce, steps, init, |state, (block, part)| {
+        step(state, block, part)
+    })
 }
 
 /// Block rows of the output from `rows` (`unit` image rows per block row), into `out`, which
@@ -189,21 +257,48 @@ pub(crate) fn write_codes(
     let per_step = STEP_ROWS.div_ceil(g.unit);
     let failed = OnceLock::<KernelError>::new();
     par.for_each_band(out, g.block_row_len, |first, chunk| {
-        let mut band = Band::default();
-        let mut planes = Vec::new();
+        let mut state = (Band::default(), Vec::new());
         for (i, part) in chunk.chunks_mut(per_step * g.block_row_len).enumerate() {
-            let blocks = part.len() / g.block_row_len;
-            let (y, n) = ((first + i * per_step) * g.unit, blocks * g.unit);
-            match src.rows(y, y + n, &mut band) {
-                Ok(rows) => block_codes(&rows, p, &g, part, &mut planes),
-                Err(e) => {
-                    let _ = failed.set(e);
-                    return;
-                }
+            let block = first + i * per_step;
+            if let Err(e) = codes_step(src, p, &g, block, part, &mut state) {
+                let _ = failed.set(e);
+                return;
             }
         }
     });
     failed.into_inner().map_or(Ok(()), Err)
+}
+
+/// [`write_codes`] while the image's rows are still arriving.
+pub(crate) fn write_codes_streamed<P: FnOnce() -> Result<()>>(
+    src: &Source<'_>,
+    p: Patching,
+    par: &Par,
+    out: &mut [MaybeUninit<u8>],
+    produce: P,
+) -> Result<()> {
+    let g = grid_of(src, p, true)?;
+    let init = || (Band::default(), Vec::new());
+    run_streamed(src, &g, par, out, produce, init, |state, block, part| {
+        codes_step(src, p, &g, block, part, state)
+    })
+}
+
+/// The codes of the block rows of `out` (the first being `block`), with a thread's band and
+/// plane buffers.
+fn codes_step(
+    src: &Source<'_>,
+    p: Patching,
+    g: &Grid,
+    block: usize,
+    out: &mut [MaybeUninit<u8>],
+    (band, planes): &mut (Band, Vec<u8>),
+) -> Result<()> {
+    let blocks = out.len() / g.block_row_len;
+    let (y, n) = (block * g.unit, blocks * g.unit);
+    let rows = src.rows(y, y + n, band)?;
+    block_codes(&rows, p, g, out, planes);
+    Ok(())
 }
 
 /// The codes of [`block_rows`]: each block row's band is first split into three channel
