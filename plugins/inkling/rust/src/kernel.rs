@@ -5,9 +5,9 @@
 
 use std::sync::OnceLock;
 
-use mm_kernels::decode::{self, Alpha, DecodeOptions};
+use mm_kernels::decode::{Alpha, DecodeOptions};
 use mm_kernels::features::{self, Arith, Bf16Table, Bf16Values, Recipe, Table, Writer};
-use mm_kernels::{Par, Result, RgbView};
+use mm_kernels::{KernelError, Par, Result, RgbView};
 
 use crate::rules::{Args, Cut, RESIZE};
 
@@ -60,14 +60,27 @@ pub fn decode_options() -> DecodeOptions {
     }
 }
 
-/// Encoded bytes to patches, as the original module's `decode_patchify`. With two threads or
-/// more the decode overlaps the resize and patching ([`crate::stream`]); same bits either way.
+/// Encoded bytes to patches, as the original module's `decode_patchify`: the core's
+/// `features::compose_encoded`, so with two threads or more the resize and patching of the top
+/// rows overlap the decode of the rest; same bits either way.
 pub fn decode_patchify(data: &[u8], args: &Args, par: &Par) -> Result<Patches> {
-    if par.threads() >= 2 {
-        return crate::stream::decode_patchify(data, args, par);
-    }
-    let img = decode::decode_rgb(data, &decode_options())?;
-    process_rgb(img.view(), args, par)
+    let recipe = Recipe {
+        resize: RESIZE,
+        writer: Writer::HwcPatches(args.patch_size),
+    };
+    let enc = Bf16Values(table()?);
+    let mut cut = None;
+    let plan = |w: usize, h: usize| {
+        let c = Cut::new(w, h, args)?;
+        cut = Some(c);
+        Ok(vec![c.part()])
+    };
+    let out = features::compose_encoded(data, &decode_options(), plan, &recipe, &enc, par)?;
+    let cut = cut.ok_or_else(|| KernelError::InvalidArgument("the image was never cut".into()))?;
+    Ok(Patches {
+        cut,
+        bits: out.data,
+    })
 }
 
 #[cfg(test)]

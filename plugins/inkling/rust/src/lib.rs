@@ -6,7 +6,6 @@
 
 mod kernel;
 mod rules;
-mod stream;
 
 use kernel::Patches;
 use mm_kernels::{hash, KernelError, Par};

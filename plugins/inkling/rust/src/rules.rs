@@ -151,16 +151,6 @@ impl Cut {
         })
     }
 
-    /// Samples of the patches, `nph * npw * ps * ps * 3` (bounded by [`MAX_GRID_PIXELS`]).
-    pub fn len(&self) -> usize {
-        self.nph * self.npw * self.patch_size * self.patch_size * 3
-    }
-
-    /// Samples of one patch row, `npw * ps * ps * 3`.
-    pub fn row_len(&self) -> usize {
-        self.npw * self.patch_size * self.patch_size * 3
-    }
-
     /// The one part the core's `HwcPatches` writer cuts: the whole image resized to the
     /// scaled size, padded on the right and bottom to the grid.
     pub fn part(&self) -> Part {
@@ -224,7 +214,6 @@ mod tests {
     fn the_cut_pads_the_scaled_size_to_the_grid() {
         let cut = Cut::new(60, 45, &Args::new(40, Some(2.0), Some(2048)).unwrap()).unwrap();
         assert_eq!((cut.width, cut.height, cut.nph, cut.npw), (120, 90, 3, 4));
-        assert_eq!(cut.len(), 3 * cut.row_len());
         let part = cut.part();
         assert_eq!((part.size, part.pad_to), ((120, 90), Some((160, 120))));
         assert_eq!((part.source, part.crop), (None, None));
