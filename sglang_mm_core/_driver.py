@@ -246,6 +246,8 @@ class Pipeline:
         try:
             self._placeholder: Placeholder = fam._compiled().placeholder
             self._offers_compact = bool(fam.offers_compact)
+            # The core composes the feature: an image whose rows stream is decoded into it.
+            self._composed = fam._compiled().recipe is not None
         except MmError:
             raise
         except Exception as e:
@@ -569,11 +571,15 @@ class Pipeline:
             return self._compute_video(data, compact, job, job.video)
         if self._source_modes is not None:  # the spec's decode policy, before any pixel
             check_source_mode(data, self._source_modes, self._source_modes_reason)
-        image = _native.image_decode_rgb(data, **self._decode_kw)
         fam = self.family
+        cancel = None if job.scope is None else job.scope.flag
+        if self._composed:
+            streamed = self._compute_streamed(data, compact, job, cancel)
+            if streamed is not None:
+                return streamed
+        image = _native.image_decode_rgb(data, **self._decode_kw)
         try:
             plan = fam.checked_plan(int(image.shape[1]), int(image.shape[0]))
-            cancel = None if job.scope is None else job.scope.flag
             processed = fam._process(image, plan, job.threads, compact, cancel)
         except PluginError as e:  # the plugin is at fault, not the request's image
             raise _Failed(e) from e
@@ -582,6 +588,38 @@ class Pipeline:
         except Exception as e:
             raise _Failed(_plugin_error(fam, f"processing image {job.item}", e)) from e
         return processed
+
+    def _compute_streamed(
+        self,
+        data: bytes | bytearray | memoryview,
+        compact: bool,
+        job: _Job,
+        cancel: _native.CancelFlag | None,
+    ) -> ProcessedItem | None:
+        """An image whose rows stream (a JPEG with no orientation to apply) planned from its
+        header and decoded straight into the feature: with threads to spare, its row bands
+        start while the rest of it decodes. The item and the errors are those of the two-step
+        path (decode, then the feature), bit for bit; None when the image does not stream, or
+        when its header or plan is refused, so that the two-step path reports that as it
+        would (a broken scan before a refused size)."""
+        fam = self.family
+        try:
+            size = _native.image_stream_size(data, **self._decode_kw)
+            if size is None:
+                return None
+            plan = fam.checked_plan(*size)
+        except Exception:
+            return None
+        try:
+            return fam._process_encoded(
+                data, size, plan, self._decode_kw, job.threads, compact, cancel
+            )
+        except PluginError as e:
+            raise _Failed(e) from e
+        except MmError:
+            raise
+        except Exception as e:
+            raise _Failed(_plugin_error(fam, f"processing image {job.item}", e)) from e
 
     def _compute_video(
         self, data: bytes | bytearray | memoryview, compact: bool, job: _Job, options: VideoOptions

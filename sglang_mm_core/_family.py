@@ -370,9 +370,41 @@ class Family(ABC, Generic[P]):
         else:
             out = self.kernel(image, plan, codes=compact, threads=max(1, threads))
             self._check_kernel_output(out, plan, compact)
+        return self._item(out, plan, compact)
+
+    def _process_encoded(
+        self,
+        data: bytes | bytearray | memoryview,
+        size: tuple[int, int],
+        plan: Plan,
+        decode: Mapping[str, Any],
+        threads: int,
+        compact: bool,
+        cancel: _native.CancelFlag | None = None,
+    ) -> ProcessedItem:
+        """The item of the encoded image ``data``, whose upright ``size`` the header gave
+        (``_native.image_stream_size``) and ``plan`` was made for, decoded as ``decode`` (the
+        driver's decode options and limits) says straight into the core's composition: with
+        threads to spare, the row bands start while the rest of the image is decoded. The same
+        item, bit for bit, as `_process` of the decoded image. Only for a family whose feature
+        the core composes (``features().resample`` set)."""
+        b = self._compiled()
+        table = b.features.table
+        if b.recipe is None or table is None:
+            raise PluginError(f"family {self.name!r}: its feature is not composed by the core")
+        parts = [p._native() for p in plan.parts]
+        out = b.recipe.run_encoded(
+            data, size, parts, table._native, compact, max(1, threads), cancel, **decode
+        )
+        return self._item(out, plan, compact)
+
+    def _item(self, out: npt.NDArray[Any], plan: Plan, compact: bool) -> ProcessedItem:
+        """The flat output of the feature for ``plan``, shaped by the writer (the compact form
+        from the table), with the family's aux."""
+        f = self._compiled().features
         if compact:
-            assert table is not None
-            feature: Any = f.writer.compact(out, plan, table)
+            assert f.table is not None
+            feature: Any = f.writer.compact(out, plan, f.table)
         else:
             feature = f.writer.full(out, plan, f.dtype)
         return ProcessedItem(feature, self.aux(plan), plan.geometry, plan)

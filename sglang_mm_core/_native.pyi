@@ -26,6 +26,13 @@ def image_dimensions(
     max_side: int | None = None,
 ) -> tuple[int, int]: ...
 def image_source_mode(data: Buffer) -> tuple[str, bool, str]: ...
+def image_stream_size(
+    data: Buffer,
+    alpha: str = "white",
+    exif_orientation: bool = True,
+    max_pixels: int | None = None,
+    max_side: int | None = None,
+) -> tuple[int, int] | None: ...
 def resize_rgb(
     arr: npt.NDArray[np.uint8],
     out_w: int,
@@ -92,6 +99,21 @@ class FeatureRecipe:
         codes: bool = False,
         threads: int = 1,
         cancel: CancelFlag | None = None,
+    ) -> npt.NDArray[Any]: ...
+    def run_encoded(
+        self,
+        data: Buffer,
+        size: tuple[int, int],
+        parts: Sequence[tuple[Any, ...]],
+        table: FeatureTable,
+        codes: bool = False,
+        threads: int = 1,
+        cancel: CancelFlag | None = None,
+        *,
+        alpha: str = "white",
+        exif_orientation: bool = True,
+        max_pixels: int | None = None,
+        max_side: int | None = None,
     ) -> npt.NDArray[Any]: ...
 
 class CancelFlag:

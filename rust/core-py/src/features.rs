@@ -2,13 +2,14 @@
 //! and the one call that turns a decoded image and its plan's parts into the feature (full
 //! or compact) with the GIL released.
 
+use mm_kernels::decode::{Alpha, DecodeOptions};
 use mm_kernels::features::{
     self, alloc, Arith, Backend, Bf16Table, Bf16Values, Codes, Fill, Filter, Part, Patching,
     Recipe, Rect, Resize, Table, Values, Writer,
 };
 use mm_kernels::resize::{PassOrder, Resample};
-use mm_kernels::{KernelError, Par};
-use mm_pyglue::{array_from_vec, rgb_view, to_pyerr};
+use mm_kernels::{limits, KernelError, Par};
+use mm_pyglue::{array_from_vec, bytes_snapshot, rgb_view, to_pyerr};
 use numpy::ndarray::ArrayViewD;
 use numpy::{
     PyArray1, PyArrayDyn, PyReadonlyArray2, PyReadonlyArray3, PyReadwriteArray4,
@@ -185,6 +186,97 @@ impl FeatureRecipe {
                         checked(
                             &par,
                             features::compose(view, &parts, recipe, &Values(t), &par),
+                        )
+                    })
+                    .map_err(err)?;
+                Ok(pooled_array(py, out.data, &out.shape)?.into_any())
+            }
+        }
+    }
+    /// The feature of the encoded image `data`, decoded as `alpha`, `exif_orientation`,
+    /// `max_pixels` and `max_side` say, for `parts` planned for its upright `size` (`(width,
+    /// height)`, as `image_stream_size` gives it; another size is a `KernelArgumentError`):
+    /// `run` of the decoded image, bit for bit, errors included (the decode's first). With two
+    /// threads or more and a JPEG that streams, the parts' bands start while the rest of the
+    /// image is still being decoded. `cancel` also stops the decode.
+    #[pyo3(signature = (
+        data, size, parts, table, codes=false, threads=1, cancel=None, *, alpha="white",
+        exif_orientation=true, max_pixels=None, max_side=None
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn run_encoded<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        size: (usize, usize),
+        parts: Vec<PartArg>,
+        table: &FeatureTable,
+        codes: bool,
+        threads: usize,
+        cancel: Option<PyRef<'py, CancelFlag>>,
+        alpha: &str,
+        exif_orientation: bool,
+        max_pixels: Option<u64>,
+        max_side: Option<u32>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let err = |e| to_pyerr(py, e);
+        let opts = DecodeOptions {
+            alpha: Alpha::parse(alpha).map_err(err)?,
+            exif_orientation,
+            max_pixels: max_pixels.unwrap_or(limits::MAX_IMAGE_PIXELS),
+            max_side: max_side.unwrap_or(limits::MAX_IMAGE_SIDE),
+        };
+        let parts: Vec<Part> = parts.into_iter().map(PartArg::part).collect();
+        let flag = cancel.map(|c| Arc::clone(&c.0));
+        let par = Par::new(threads);
+        let par = match &flag {
+            Some(f) => par.with_cancel(f),
+            None => par,
+        };
+        let recipe = &self.recipe;
+        let snapshot = bytes_snapshot(data)?;
+        let bytes = snapshot.as_bytes();
+        let plan = |w: usize, h: usize| {
+            if (w, h) == size {
+                Ok(parts)
+            } else {
+                Err(KernelError::InvalidArgument(format!(
+                    "the image is {w}x{h}, its parts were planned for {}x{}",
+                    size.0, size.1
+                )))
+            }
+        };
+        if codes {
+            let out = py
+                .detach(|| {
+                    checked(
+                        &par,
+                        features::compose_encoded(bytes, &opts, plan, recipe, &Codes, &par),
+                    )
+                })
+                .map_err(err)?;
+            return Ok(array_from_vec(py, out.data, &out.shape)?.into_any());
+        }
+        match &table.bf16 {
+            Some(b) => {
+                let enc = Bf16Values(b);
+                let out = py
+                    .detach(|| {
+                        checked(
+                            &par,
+                            features::compose_encoded(bytes, &opts, plan, recipe, &enc, &par),
+                        )
+                    })
+                    .map_err(err)?;
+                Ok(array_from_vec(py, out.data, &out.shape)?.into_any())
+            }
+            None => {
+                let enc = Values(&table.table);
+                let out = py
+                    .detach(|| {
+                        checked(
+                            &par,
+                            features::compose_encoded(bytes, &opts, plan, recipe, &enc, &par),
                         )
                     })
                     .map_err(err)?;

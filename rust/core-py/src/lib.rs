@@ -96,6 +96,33 @@ fn image_decode_rgb<'py>(
     array_from_vec(py, img.data, &[img.height, img.width, 3])
 }
 
+/// `(width, height)` of the upright image when its decode streams its rows under these
+/// options (a JPEG whose rows come out final: RGB or grayscale, no orientation to apply), from
+/// the header alone and checked as a decode checks it; None for any other image (the driver
+/// then decodes it whole first). What `FeatureRecipe.run_encoded` is planned with.
+#[pyfunction]
+#[pyo3(signature = (data, alpha="white", exif_orientation=true, max_pixels=None, max_side=None))]
+fn image_stream_size<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    alpha: &str,
+    exif_orientation: bool,
+    max_pixels: Option<&Bound<'py, PyAny>>,
+    max_side: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Option<(u32, u32)>> {
+    let max_pixels = opt_int_arg(py, max_pixels, "max_pixels", u64::MAX, None)?
+        .unwrap_or(limits::MAX_IMAGE_PIXELS);
+    let max_side =
+        opt_int_arg(py, max_side, "max_side", u32::MAX, None)?.unwrap_or(limits::MAX_IMAGE_SIDE);
+    let opts = DecodeOptions {
+        alpha: Alpha::parse(alpha).map_err(|e| to_pyerr(py, e))?,
+        exif_orientation,
+        max_pixels,
+        max_side,
+    };
+    with_bytes(data, |bytes| decode::stream_size(bytes, &opts))?.map_err(|e| to_pyerr(py, e))
+}
+
 /// `(width, height)` of the upright image; with `max_pixels` or `max_side`, an image over
 /// them is refused by the same rule (and message) as a decode.
 #[pyfunction]
@@ -449,6 +476,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(image_decode_rgb, m)?)?;
     m.add_function(wrap_pyfunction!(image_dimensions, m)?)?;
     m.add_function(wrap_pyfunction!(image_source_mode, m)?)?;
+    m.add_function(wrap_pyfunction!(image_stream_size, m)?)?;
     m.add_function(wrap_pyfunction!(resize_rgb, m)?)?;
     m.add_function(wrap_pyfunction!(scaled_dims, m)?)?;
     m.add_function(wrap_pyfunction!(content_hash, m)?)?;
