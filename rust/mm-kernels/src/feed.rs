@@ -5,8 +5,11 @@
 //! ([`RowReader`]) only ever see rows before it. When the writer goes away without publishing
 //! every row (an error, a panic), waiting readers are released with `None` instead of hanging.
 
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
+
+use crate::error::{KernelError, Result};
 
 /// `rows` rows of `row_bytes` bytes, published in order.
 pub struct RowFeed {
@@ -25,6 +28,9 @@ pub struct RowFeed {
 struct State {
     published: usize,
     closed: bool,
+    /// Readers blocked in `wait`: only then does a publication wake anyone (a wake-up is a
+    /// system call, and most publications find every reader busy or none at all).
+    waiting: usize,
 }
 
 // SAFETY: the feed owns its buffer; shared access follows the protocol above (writes only to
@@ -35,7 +41,8 @@ unsafe impl Send for RowFeed {}
 unsafe impl Sync for RowFeed {}
 
 impl RowFeed {
-    /// A feed over `buf`, which holds `buf.len() / row_bytes` whole rows, none published yet.
+    /// A feed over `buf`, which holds `buf.len() / row_bytes` whole rows, none published yet
+    /// (the writer overwrites them).
     pub fn new(buf: Vec<u8>, row_bytes: usize) -> Self {
         let rows = buf.len().checked_div(row_bytes).unwrap_or(0);
         let mut buf = std::mem::ManuallyDrop::new(buf);
@@ -49,6 +56,30 @@ impl RowFeed {
             state: Mutex::new(State::default()),
             cv: Condvar::new(),
         }
+    }
+
+    /// A feed of `rows` rows of `row_bytes` bytes whose buffer is not filled in (a decoder
+    /// writes every row before publishing it, so zeroing it first would be wasted); a
+    /// `KernelError::Limit` when it cannot be allocated.
+    pub(crate) fn unfilled(rows: usize, row_bytes: usize) -> Result<Self> {
+        let len = rows
+            .checked_mul(row_bytes)
+            .ok_or_else(|| KernelError::Limit(format!("{rows} rows of {row_bytes} bytes")))?;
+        let mut buf: Vec<u8> = Vec::new();
+        buf.try_reserve_exact(len).map_err(|_| {
+            KernelError::Limit(format!("cannot allocate {len} bytes for the image"))
+        })?;
+        let mut buf = std::mem::ManuallyDrop::new(buf);
+        Ok(Self {
+            ptr: buf.as_mut_ptr(),
+            len,
+            cap: buf.capacity(),
+            row_bytes,
+            rows,
+            published: AtomicUsize::new(0),
+            state: Mutex::new(State::default()),
+            cv: Condvar::new(),
+        })
     }
 
     /// A feed whose rows are all there already.
@@ -87,7 +118,7 @@ impl RowFeed {
         this.ptr = std::ptr::NonNull::<u8>::dangling().as_ptr();
         (this.len, this.cap) = (0, 0);
         // SAFETY: `ptr`, `len`, `cap` came from a `Vec<u8>` that nothing else owns, and the
-        // feed no longer refers to it.
+        // feed no longer refers to it; every row is published, so every byte was written.
         Some(unsafe { Vec::from_raw_parts(ptr, len, cap) })
     }
 
@@ -104,9 +135,10 @@ impl RowFeed {
 
 impl Drop for RowFeed {
     fn drop(&mut self) {
-        // SAFETY: `ptr`, `len`, `cap` describe a `Vec<u8>` owned by the feed alone (an empty
-        // dangling one after `into_vec`).
-        drop(unsafe { Vec::from_raw_parts(self.ptr, self.len, self.cap) });
+        // SAFETY: `ptr` and `cap` describe the allocation of a `Vec<u8>` owned by the feed alone
+        // (an empty dangling one after `into_vec`); it is rebuilt empty, as rows never written
+        // may not be initialised, and bytes need no drop of their own.
+        drop(unsafe { Vec::from_raw_parts(self.ptr, 0, self.cap) });
     }
 }
 
@@ -131,14 +163,15 @@ impl RowWriter<'_> {
         self.feed.published.load(Ordering::Relaxed)
     }
 
-    /// The rows not yet published, to be written in place.
-    pub fn unpublished_mut(&mut self) -> &mut [u8] {
+    /// The rows not yet published, to be written in place (they may hold anything, or
+    /// nothing yet: write a row whole before publishing it).
+    pub fn unpublished_mut(&mut self) -> &mut [MaybeUninit<u8>] {
         let p = self.published();
         let start = p * self.feed.row_bytes;
         let n = (self.feed.rows - p) * self.feed.row_bytes;
         // SAFETY: rows `p..` are inside the buffer and no reader sees them until a later
         // `publish`, which needs this borrow to have ended.
-        unsafe { std::slice::from_raw_parts_mut(self.feed.ptr.add(start), n) }
+        unsafe { std::slice::from_raw_parts_mut(self.feed.ptr.add(start).cast(), n) }
     }
 
     /// The start of the buffer, for a foreign decoder writing rows in place. Whoever writes
@@ -157,15 +190,19 @@ impl RowWriter<'_> {
         self.len() == 0
     }
 
-    /// Publish rows `..upto` (clamped to the feed; never moves backwards).
+    /// Publish rows `..upto` (clamped to the feed; never moves backwards): every byte of them
+    /// must have been written.
     pub fn publish(&mut self, upto: usize) {
         let upto = upto.min(self.feed.rows);
         let mut st = self.feed.lock();
         if upto > st.published {
             st.published = upto;
             self.feed.published.store(upto, Ordering::Release);
+            let waiting = st.waiting > 0;
             drop(st);
-            self.feed.cv.notify_all();
+            if waiting {
+                self.feed.cv.notify_all();
+            }
         }
     }
 }
@@ -173,8 +210,13 @@ impl RowWriter<'_> {
 impl Drop for RowWriter<'_> {
     fn drop(&mut self) {
         // Rows never published now never will be: release every waiting reader.
-        self.feed.lock().closed = true;
-        self.feed.cv.notify_all();
+        let mut st = self.feed.lock();
+        st.closed = true;
+        let waiting = st.waiting > 0;
+        drop(st);
+        if waiting {
+            self.feed.cv.notify_all();
+        }
     }
 }
 
@@ -210,7 +252,10 @@ impl<'a> RowReader<'a> {
             if st.closed {
                 return None;
             }
+            // Counted under the lock the writer takes to publish, so no wake-up is missed.
+            st.waiting += 1;
             st = feed.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+            st.waiting -= 1;
         }
         Some(feed.bytes(rows))
     }
@@ -225,7 +270,7 @@ mod tests {
         let mut feed = RowFeed::new(vec![0u8; 12], 3);
         let (mut w, r) = feed.split();
         assert_eq!(r.rows(), 4);
-        w.unpublished_mut()[..6].copy_from_slice(&[1, 1, 1, 2, 2, 2]);
+        w.unpublished_mut()[..6].write_copy_of_slice(&[1, 1, 1, 2, 2, 2]);
         w.publish(2);
         assert_eq!(r.wait(2), Some(&[1u8, 1, 1, 2, 2, 2][..]));
         assert_eq!(r.wait(5), None);

@@ -324,7 +324,7 @@ mod tests {
             let produced = Par::new(t).pipeline(
                 move || {
                     for i in 0..50 {
-                        w.unpublished_mut()[0] = i as u8;
+                        w.unpublished_mut()[0].write(i as u8);
                         w.publish(i + 1);
                     }
                     7

@@ -245,17 +245,19 @@ pub(crate) fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Decoded> {
     // Pillow: 1 layer is L, 3 RGB (both asked from libjpeg as RGB here: the gray -> RGB step
     // is the same replication), 4 CMYK read as "CMYK;I" (Adobe's inverted polarity).
     let components: u64 = if m.layers == 4 { 4 } else { 3 };
-    let mut buf = limits::alloc(limits::buffer_len(F, w, h, components)?)?;
+    let len = limits::buffer_len(F, w, h, components)?;
+    // Not zeroed: libjpeg writes every byte before it reports success.
+    let mut buf = limits::alloc_unfilled(len)?;
     let mut msg = [0 as c_char; 200];
-    // SAFETY: `data` and `buf` are valid for their lengths; the shim writes at most `buf.len()`
-    // bytes (it checks `width * components * height <= out_len`) and a NUL-terminated message
-    // of at most `msg.len()` bytes.
+    // SAFETY: `data` is valid for its length and `buf` has room for `len` bytes; the shim
+    // writes at most `len` bytes (it checks `width * components * height <= out_len`) and a
+    // NUL-terminated message of at most `msg.len()` bytes.
     let rc = unsafe {
         mm_jpeg_decode(
             data.as_ptr(),
             data.len(),
             buf.as_mut_ptr(),
-            buf.len(),
+            len,
             m.width,
             m.height,
             components as c_int,
@@ -264,6 +266,9 @@ pub(crate) fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Decoded> {
         )
     };
     shim_result(rc, &msg)?;
+    // SAFETY: the shim succeeded, so it wrote all `height` rows of `width * components` bytes,
+    // i.e. every one of the `len` bytes reserved.
+    unsafe { buf.set_len(len) };
     let pixels = (w * h) as usize;
     if components == 4 {
         compact4_in_place(&mut buf, pixels, inverted_cmyk_to_rgb);

@@ -37,6 +37,15 @@ pub(crate) fn alloc(len: usize) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// An empty buffer with room for `len` bytes, for a decoder that writes every one of them
+/// (then sets the length) or fails; a `Limit` error if the allocation fails.
+pub(crate) fn alloc_unfilled(len: usize) -> Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    buf.try_reserve_exact(len)
+        .map_err(|_| KernelError::Limit(format!("cannot allocate {len} bytes for the image")))?;
+    Ok(buf)
+}
+
 /// `width * height * channels` as a `usize`, for sizes that passed [`check`].
 pub(crate) fn buffer_len(format: Format, width: u64, height: u64, channels: u64) -> Result<usize> {
     width

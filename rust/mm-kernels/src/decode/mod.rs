@@ -172,7 +172,7 @@ pub fn decode_rgb_rows<'a>(
     if Format::detect(data)? == Format::Jpeg {
         if let Some((w, h)) = jpeg::stream_header(data, opts)? {
             let (w64, h64) = (u64::from(w), u64::from(h));
-            let buf = limits::alloc(limits::buffer_len(Format::Jpeg, w64, h64, 3)?)?;
+            limits::buffer_len(Format::Jpeg, w64, h64, 3)?;
             let (width, height) = (w as usize, h as usize);
             let decode = RowDecode {
                 data,
@@ -180,7 +180,8 @@ pub fn decode_rgb_rows<'a>(
                 height,
                 streaming: true,
             };
-            return Ok((RowFeed::new(buf, width * 3), decode));
+            // libjpeg writes every row before it is published: no need to zero them first.
+            return Ok((RowFeed::unfilled(height, width * 3)?, decode));
         }
     }
     let img = decode_rgb(data, opts)?;

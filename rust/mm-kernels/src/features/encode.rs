@@ -39,15 +39,16 @@ pub trait Encode: Sync {
     }
 
     /// Encode the interleaved RGB pixels `src` into `dst` as `s` says, every element of each
-    /// run written. Writers call this per patch line; [`Values`] overrides it with SIMD lanes.
+    /// run written (and nothing else). Writers call this per patch line, into a row buffer or
+    /// straight into the output; [`Values`] overrides it with SIMD lanes.
     #[inline]
-    fn scatter(&self, src: &[u8], dst: &mut [Self::Out], s: Scatter) {
+    fn scatter(&self, src: &[u8], dst: &mut [MaybeUninit<Self::Out>], s: Scatter) {
         let n = src.len() / 3;
         for c in 0..3 {
             for t in 0..s.copies {
                 let at = s.offset + (c * s.copies + t) * s.spacing;
                 for (d, px) in dst[at..at + n].iter_mut().zip(src.chunks_exact(3)) {
-                    *d = self.encode(c, px[c]);
+                    d.write(self.encode(c, px[c]));
                 }
             }
         }
@@ -113,7 +114,7 @@ impl Encode for Values<'_> {
     }
 
     #[inline]
-    fn scatter(&self, src: &[u8], dst: &mut [f32], s: Scatter) {
+    fn scatter(&self, src: &[u8], dst: &mut [MaybeUninit<f32>], s: Scatter) {
         let n = src.len() / 3;
         let last = (3 * s.copies)
             .checked_sub(1)
@@ -134,7 +135,7 @@ impl Encode for Values<'_> {
             for t in 0..s.copies {
                 let at = s.offset + (c * s.copies + t) * s.spacing;
                 for (d, px) in dst[at..at + n].iter_mut().zip(src.chunks_exact(3)) {
-                    *d = row[usize::from(px[c])];
+                    d.write(row[usize::from(px[c])]);
                 }
             }
         }
@@ -217,9 +218,13 @@ mod tests {
                             spacing: n + 1,
                             offset: 1,
                         };
-                        let mut dst = vec![-1f32; 6 * (n + 1) + 1];
+                        let mut dst = vec![MaybeUninit::new(-1f32); 6 * (n + 1) + 1];
                         Values(&t).scatter(px, &mut dst, s);
-                        let got: Vec<u32> = dst.iter().map(|v| v.to_bits()).collect();
+                        // SAFETY: every element was initialised to -1 above.
+                        let got: Vec<u32> = dst
+                            .iter()
+                            .map(|v| unsafe { v.assume_init() }.to_bits())
+                            .collect();
                         let mut want = vec![(-1f32).to_bits(); dst.len()];
                         for c in 0..3 {
                             for k in 0..2 {

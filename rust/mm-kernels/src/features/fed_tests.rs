@@ -383,7 +383,7 @@ fn a_slow_producer_gives_the_composed_bits() {
                         let n = batch.min(h - y);
                         let at = (y - rows.published()) * w * 3;
                         rows.unpublished_mut()[at..at + n * w * 3]
-                            .copy_from_slice(&pixels[y * w * 3..(y + n) * w * 3]);
+                            .write_copy_of_slice(&pixels[y * w * 3..(y + n) * w * 3]);
                         y += n;
                         rows.publish(y);
                         std::thread::yield_now();
@@ -416,7 +416,7 @@ fn a_failing_or_cancelled_producer_ends_the_bands() {
         writer: Writer::Planes,
     };
     let half = |mut rows: crate::feed::RowWriter<'_>| {
-        rows.unpublished_mut()[..h / 2 * w * 3].copy_from_slice(&pixels[..h / 2 * w * 3]);
+        rows.unpublished_mut()[..h / 2 * w * 3].write_copy_of_slice(&pixels[..h / 2 * w * 3]);
         rows.publish(h / 2);
         Err(KernelError::InvalidArgument("the producer gave up".into()))
     };
@@ -444,7 +444,7 @@ fn a_failing_or_cancelled_producer_ends_the_bands() {
         let watched = par.with_cancel(&flag);
         let mut feed = RowFeed::new(vec![0u8; w * h * 3], w * 3);
         let cancel_halfway = |mut rows: crate::feed::RowWriter<'_>| {
-            rows.unpublished_mut()[..h / 2 * w * 3].copy_from_slice(&pixels[..h / 2 * w * 3]);
+            rows.unpublished_mut()[..h / 2 * w * 3].write_copy_of_slice(&pixels[..h / 2 * w * 3]);
             rows.publish(h / 2);
             flag.store(true, Ordering::Relaxed);
             watched.check()

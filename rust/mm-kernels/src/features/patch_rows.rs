@@ -209,8 +209,9 @@ where
 }
 
 /// Block rows of the output from `rows` (`unit` image rows per block row), into `out`, which
-/// holds whole block rows. Every element of `out` is written. Each output row is built in L1
-/// (every patch line encoded straight into its `tps` places), then copied out whole.
+/// holds whole block rows. Every element of `out` is written. With plain stores every patch
+/// line is encoded straight into its `tps` places of the output row; with streamed ones the
+/// row is built in L1 (`frame`) and copied out whole, as non-temporal stores want whole lines.
 fn block_rows<E: Encode>(
     rows: &Rows<'_>,
     enc: &E,
@@ -231,6 +232,14 @@ fn block_rows<E: Encode>(
         for (j, row) in block_row.chunks_exact_mut(g.row_len).enumerate() {
             let (mw, mh, bw) = (j % m, (j / m) % m, j / (m * m));
             let (y0, x0) = (mh * ps, (bw * m + mw) * ps);
+            let direct = store == Store::Cached;
+            let dst: &mut [MaybeUninit<E::Out>] = if direct {
+                row
+            } else {
+                // SAFETY: `frame` is initialised and `scatter` only ever writes initialised
+                // values into it, so viewing it as possibly-uninitialised loses nothing.
+                unsafe { std::slice::from_raw_parts_mut(frame.as_mut_ptr().cast(), frame.len()) }
+            };
             for py in 0..ps {
                 let line = &rows.row(y_base + y0 + py)[x0 * 3..(x0 + ps) * 3];
                 let scatter = Scatter {
@@ -238,9 +247,11 @@ fn block_rows<E: Encode>(
                     spacing: plane,
                     offset: py * ps,
                 };
-                enc.scatter(line, frame, scatter);
+                enc.scatter(line, dst, scatter);
             }
-            E::store(row, frame, store);
+            if !direct {
+                E::store(row, frame, store);
+            }
         }
     }
 }
