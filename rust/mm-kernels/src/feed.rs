@@ -6,10 +6,13 @@
 //! every row (an error, a panic), waiting readers are released with `None` instead of hanging.
 
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 use crate::error::{KernelError, Result};
+
+/// How long a reader waits for rows on its core before it sleeps.
+const SPIN: std::time::Duration = std::time::Duration::from_micros(300);
 
 /// `rows` rows of `row_bytes` bytes, published in order.
 pub struct RowFeed {
@@ -20,6 +23,8 @@ pub struct RowFeed {
     rows: usize,
     /// Rows published so far (read lock-free by readers that need no wait).
     published: AtomicUsize,
+    /// Whether the writer is gone (read lock-free by spinning readers).
+    closed: AtomicBool,
     state: Mutex<State>,
     cv: Condvar,
 }
@@ -53,6 +58,7 @@ impl RowFeed {
             row_bytes,
             rows,
             published: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
             state: Mutex::new(State::default()),
             cv: Condvar::new(),
         }
@@ -77,6 +83,7 @@ impl RowFeed {
             row_bytes,
             rows,
             published: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
             state: Mutex::new(State::default()),
             cv: Condvar::new(),
         })
@@ -212,6 +219,7 @@ impl Drop for RowWriter<'_> {
         // Rows never published now never will be: release every waiting reader.
         let mut st = self.feed.lock();
         st.closed = true;
+        self.feed.closed.store(true, Ordering::Release);
         let waiting = st.waiting > 0;
         drop(st);
         if waiting {
@@ -246,6 +254,21 @@ impl<'a> RowReader<'a> {
         }
         if feed.published.load(Ordering::Acquire) >= rows {
             return Some(feed.bytes(rows));
+        }
+        // The next batch of rows is usually a fraction of a millisecond away: wait for it on
+        // this core rather than sleep, so the thread is not woken up elsewhere (or queued
+        // behind another process on the producer's core).
+        let start = std::time::Instant::now();
+        while start.elapsed() < SPIN {
+            for _ in 0..64 {
+                std::hint::spin_loop();
+            }
+            if feed.published.load(Ordering::Acquire) >= rows {
+                return Some(feed.bytes(rows));
+            }
+            if feed.closed.load(Ordering::Acquire) {
+                break; // the locked check below gives the answer
+            }
         }
         let mut st = feed.lock();
         while st.published < rows {
