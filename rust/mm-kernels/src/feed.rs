@@ -260,9 +260,8 @@ impl<'a> RowReader<'a> {
         // behind another process on the producer's core).
         let start = std::time::Instant::now();
         while start.elapsed() < SPIN {
-            for _ in 0..64 {
-                std::hint::spin_loop();
-            }
+            // Yielding rather than spinning hard: should the producer share this core, it runs.
+            std::thread::yield_now();
             if feed.published.load(Ordering::Acquire) >= rows {
                 return Some(feed.bytes(rows));
             }
