@@ -1,5 +1,6 @@
-"""The driver's fused path: a JPEG whose rows stream (no orientation to apply, not CMYK) is
-planned from its header and decoded straight into the core's composition
+"""The driver's fused path: an image whose rows stream (a JPEG, not CMYK, or a PNG that is not
+interlaced; no orientation to apply) is planned from its header and decoded straight into the
+core's composition
 (`FeatureRecipe.run_encoded`), its row bands starting while the rest decodes. Everything it
 returns or raises must be what the two-step path (decode whole, then `process_item`) gives:
 the same bits for every bundled family that composes its feature, both forms and every pool
@@ -12,7 +13,16 @@ from typing import Any
 
 import numpy as np
 import pytest
-from corpus import exif_tiff, jpeg_with_app1, photo, save, truncations, ycck_jpeg
+from corpus import (
+    exif_tiff,
+    jpeg_with_app1,
+    photo,
+    png_chunk,
+    png_raw,
+    save,
+    truncations,
+    ycck_jpeg,
+)
 from PIL import Image
 from test_cache import TableToy
 
@@ -50,6 +60,12 @@ def _rotated(orientation: int) -> bytes:
     return jpeg_with_app1(save(_pixels(331, 217), "JPEG", quality=90), exif)
 
 
+def _rotated_png(orientation: int) -> bytes:
+    """An orientation in a chunk after the image data, where a header read must look too."""
+    exif = png_chunk(b"eXIf", exif_tiff(orientation, big_endian=False))
+    return png_raw(_pixels(331, 217), 2, after_idat=(exif,))
+
+
 def _cases() -> dict[str, tuple[bytes, bool]]:
     """``name: (bytes, streams)``; ``streams`` under the default decode options."""
     px = _pixels(331, 217)
@@ -64,7 +80,19 @@ def _cases() -> dict[str, tuple[bytes, bool]]:
         "jpeg exif 6": (_rotated(6), False),
         "jpeg cmyk": (save(Image.fromarray(px).convert("CMYK"), "JPEG", quality=90), False),
         "jpeg ycck": (ycck_jpeg(px[:120, :160]), False),
-        "png rgba": (save(rgba, "PNG"), False),
+        "png rgba": (save(rgba, "PNG"), True),
+        "png palette": (save(Image.fromarray(px).convert("P"), "PNG"), True),
+        "png 16-bit gray, tRNS after the image": (
+            png_raw(
+                gray.astype(np.uint16) * 257,
+                0,
+                16,
+                after_idat=(png_chunk(b"tRNS", bytes([0, int(gray[0, 0])])),),
+            ),
+            True,
+        ),
+        "png interlaced": (png_raw(px, 2, interlace=True), False),
+        "png exif 8 after the image": (_rotated_png(8), False),
         "webp": (save(px, "WEBP", quality=80), False),
         "gif": (save(Image.fromarray(px).convert("P"), "GIF"), False),
         "bmp": (save(px, "BMP"), False),
@@ -95,9 +123,10 @@ def test_which_images_stream() -> None:
     not the two-step path compared with itself)."""
     for name, (data, streams) in CASES.items():
         assert (_native.image_stream_size(data) is not None) == streams, name
-    data = CASES["jpeg exif 6"][0]
-    assert _native.image_stream_size(data) is None
-    assert _native.image_stream_size(data, exif_orientation=False) == (331, 217)
+    for name in ("jpeg exif 6", "png exif 8 after the image"):
+        data = CASES[name][0]
+        assert _native.image_stream_size(data) is None
+        assert _native.image_stream_size(data, exif_orientation=False) == (331, 217)
 
 
 @pytest.mark.parametrize("decode", sorted(DECODES))

@@ -155,43 +155,67 @@ pub struct RowDecode<'a> {
     data: &'a [u8],
     width: usize,
     height: usize,
-    /// False when the image was decoded whole up front and the feed is already complete.
-    streaming: bool,
+    rows: Rows<'a>,
+}
+
+/// Which decoder fills the feed row by row.
+enum Rows<'a> {
+    /// None: the image was decoded whole up front and the feed is already complete.
+    Done,
+    Jpeg,
+    Png(png::RowPlan<'a>),
 }
 
 /// [`decode_rgb`] row by row: the header is checked now (same errors) and a feed of
 /// `width x height` RGB rows returned with the decode that fills it ([`RowDecode::run`]),
 /// so other threads can start on the top rows while the rest decode. Baseline and progressive
-/// JPEGs (RGB or grayscale, no orientation to apply: see [`stream_size`]) stream; every other
-/// image is decoded whole here and its feed comes back complete. Same pixels as `decode_rgb`
-/// either way.
+/// JPEGs (RGB or grayscale) and non-interlaced PNGs stream when there is no orientation to
+/// apply (see [`stream_size`]); every other image is decoded whole here and its feed comes back
+/// complete. Same pixels and errors as `decode_rgb` either way.
 pub fn decode_rgb_rows<'a>(
     data: &'a [u8],
     opts: &DecodeOptions,
 ) -> Result<(RowFeed, RowDecode<'a>)> {
-    if Format::detect(data)? == Format::Jpeg {
-        if let Some((w, h)) = jpeg::stream_header(data, opts)? {
-            let (w64, h64) = (u64::from(w), u64::from(h));
-            limits::buffer_len(Format::Jpeg, w64, h64, 3)?;
-            let (width, height) = (w as usize, h as usize);
-            let decode = RowDecode {
-                data,
-                width,
-                height,
-                streaming: true,
-            };
-            // libjpeg writes every row before it is published: no need to zero them first.
-            return Ok((RowFeed::unfilled(height, width * 3)?, decode));
-        }
+    let format = Format::detect(data)?;
+    let streamed = match format {
+        Format::Jpeg => jpeg::stream_header(data, opts)?.map(|size| (size, Rows::Jpeg)),
+        Format::Png => png::stream_header(data, opts)?.map(|(size, plan)| (size, Rows::Png(plan))),
+        _ => None,
+    };
+    if let Some(((w, h), rows)) = streamed {
+        let (width, height) = (w as usize, h as usize);
+        limits::buffer_len(format, w.into(), h.into(), 3)?;
+        let decode = RowDecode {
+            data,
+            width,
+            height,
+            rows,
+        };
+        // The decoders write every row before it is published: no need to zero them first.
+        return Ok((RowFeed::unfilled(height, width * 3)?, decode));
     }
     let img = decode_rgb(data, opts)?;
     let decode = RowDecode {
         data,
         width: img.width,
         height: img.height,
-        streaming: false,
+        rows: Rows::Done,
     };
     Ok((RowFeed::complete(img.data, img.width * 3), decode))
+}
+
+/// `Some((width, height))` when [`decode_rgb_rows`] would stream the rows of `data` under
+/// `opts` (a JPEG whose rows come out of libjpeg final: RGB or grayscale, no orientation to
+/// apply; a PNG that is not interlaced and has no orientation to apply), from the header (and
+/// for a PNG the chunks after its image data, as [`image_dimensions`] reads them), checked as
+/// [`decode_rgb`] checks it (the same errors); `None` for every other image, which is decoded
+/// whole.
+pub fn stream_size(data: &[u8], opts: &DecodeOptions) -> Result<Option<(u32, u32)>> {
+    match Format::detect(data)? {
+        Format::Jpeg => jpeg::stream_header(data, opts),
+        Format::Png => Ok(png::stream_header(data, opts)?.map(|(size, _)| size)),
+        _ => Ok(None),
+    }
 }
 
 impl RowDecode<'_> {
@@ -207,7 +231,7 @@ impl RowDecode<'_> {
 
     /// Whether the rows arrive as they are decoded (false: the feed came back complete).
     pub fn streams(&self) -> bool {
-        self.streaming
+        !matches!(self.rows, Rows::Done)
     }
 
     /// Decode into the writer of the feed `decode_rgb_rows` returned with `self` (anything else
@@ -216,7 +240,7 @@ impl RowDecode<'_> {
     /// reader still waiting. Once `par`'s cancel flag is set the decode stops at its next batch
     /// of rows with [`KernelError::Cancelled`].
     pub fn run(self, mut writer: RowWriter<'_>, par: &Par<'_>) -> Result<()> {
-        if !self.streaming {
+        if !self.streams() {
             return Ok(());
         }
         if writer.published() != 0 || writer.len() != self.width * self.height * 3 {
@@ -224,27 +248,26 @@ impl RowDecode<'_> {
                 "a row decode needs the fresh feed decode_rgb_rows returned with it".into(),
             ));
         }
-        let (w, h) = (self.width as u32, self.height as u32);
-        jpeg::decode_rows(self.data, w, h, &mut writer, par)?;
-        if writer.published() != writer.rows() {
+        let (format, done) = match &self.rows {
+            Rows::Done => return Ok(()),
+            Rows::Jpeg => {
+                let (w, h) = (self.width as u32, self.height as u32);
+                jpeg::decode_rows(self.data, w, h, &mut writer, par)?;
+                (Format::Jpeg, writer.published())
+            }
+            Rows::Png(plan) => {
+                png::decode_rows(self.data, plan, &mut writer, par)?;
+                (Format::Png, writer.published())
+            }
+        };
+        if done != writer.rows() {
             return Err(bad(
-                Format::Jpeg,
+                format,
                 "the frame header does not match the image data",
             ));
         }
         Ok(())
     }
-}
-
-/// `Some((width, height))` when [`decode_rgb_rows`] would stream the rows of `data` under
-/// `opts` (a JPEG whose rows come out of libjpeg final: RGB or grayscale, no orientation to
-/// apply), from the header alone, checked as [`decode_rgb`] checks it (the same errors);
-/// `None` for every other image, which is decoded whole.
-pub fn stream_size(data: &[u8], opts: &DecodeOptions) -> Result<Option<(u32, u32)>> {
-    if Format::detect(data)? != Format::Jpeg {
-        return Ok(None);
-    }
-    jpeg::stream_header(data, opts)
 }
 
 /// `(width, height)` from the header alone, after EXIF orientation when `exif_orientation`.
@@ -283,5 +306,7 @@ pub(crate) fn bad(format: Format, reason: impl Into<String>) -> KernelError {
 mod stream_tests;
 #[cfg(test)]
 pub(crate) mod test_jpeg;
+#[cfg(test)]
+pub(crate) mod test_png;
 #[cfg(test)]
 mod tests;

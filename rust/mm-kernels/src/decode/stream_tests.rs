@@ -1,11 +1,14 @@
 //! `decode_rgb_rows` against `decode_rgb`: the same pixels (or the same error) for streamed and
-//! whole-image JPEGs (baseline, progressive, 4:2:0, grayscale, CMYK, odd sizes), cut at many
-//! points, read by 1, 2 and 4 threads through `Par::pipeline`.
+//! whole-image JPEGs (baseline, progressive, 4:2:0, grayscale, CMYK, odd sizes) and PNGs (every
+//! colour type, 16-bit, transparency before and after the image data, a zlib stream that ends
+//! early, an orientation after the image data), cut at many points, read by 1, 2 and 4 threads
+//! through `Par::pipeline`, under both alpha modes.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use super::test_jpeg::encode_jpeg;
+use super::test_png::{png_chunk, png_parts, Ihdr};
 use super::*;
 use crate::par::Par;
 
@@ -18,6 +21,68 @@ fn pattern(w: usize, h: usize, channels: usize) -> Vec<u8> {
 /// A TurboJPEG encoding of a pattern in pixel format `pf` with subsampling `samp`.
 fn encode(w: usize, h: usize, pf: i32, channels: usize, samp: i32, progressive: bool) -> Vec<u8> {
     encode_jpeg(&pattern(w, h, channels), w, h, pf, 85, samp, progressive)
+}
+
+/// PNGs that stream, but for the last (an orientation in a chunk after the image data).
+fn png_corpus() -> Vec<(&'static str, Vec<u8>)> {
+    let (w, h) = (37usize, 53usize);
+    let hdr = |bit_depth, color_type| Ihdr {
+        w: w as u32,
+        h: h as u32,
+        bit_depth,
+        color_type,
+    };
+    let rgb = pattern(w, h, 3);
+    let rgba = pattern(w, h, 4);
+    let gray16 = pattern(w, h, 2);
+    let indices: Vec<u8> = pattern(w, h, 1).iter().map(|v| v % 4).collect();
+    let plte = png_chunk(b"PLTE", &[0, 0, 0, 250, 10, 10, 10, 250, 10, 10, 10, 250]);
+    let alphas = png_chunk(b"tRNS", &[255, 0, 128]);
+    // The colour of pixel (0, 0) is the transparent one (16-bit samples: its low bytes match).
+    let key = png_chunk(b"tRNS", &[0, rgb[0], 0, rgb[1], 0, rgb[2]]);
+    let gray_key = png_chunk(b"tRNS", &[0, gray16[1]]);
+    let mut tiff = b"II*\x00\x08\x00\x00\x00\x01\x00".to_vec();
+    tiff.extend_from_slice(&[0x12, 0x01, 3, 0, 1, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0]);
+    let exif = png_chunk(b"eXIf", &tiff);
+    vec![
+        ("png rgb", png_parts(hdr(8, 2), &rgb, w * 3, h, &[], &[])),
+        ("png rgba", png_parts(hdr(8, 6), &rgba, w * 4, h, &[], &[])),
+        (
+            "png palette, tRNS",
+            png_parts(
+                hdr(8, 3),
+                &indices,
+                w,
+                h,
+                &[plte.clone(), alphas.clone()],
+                &[],
+            ),
+        ),
+        (
+            "png gray16, tRNS",
+            png_parts(hdr(16, 0), &gray16, w * 2, h, &[gray_key], &[]),
+        ),
+        (
+            "png rgb, tRNS",
+            png_parts(hdr(8, 2), &rgb, w * 3, h, std::slice::from_ref(&key), &[]),
+        ),
+        (
+            "png rgb, tRNS after the image",
+            png_parts(hdr(8, 2), &rgb, w * 3, h, &[], &[key]),
+        ),
+        (
+            "png palette, tRNS after the image",
+            png_parts(hdr(8, 3), &indices, w, h, &[plte], &[alphas]),
+        ),
+        (
+            "png rgb, zlib ends at row 20",
+            png_parts(hdr(8, 2), &rgb, w * 3, 20, &[], &[]),
+        ),
+        (
+            "png, orientation after the image",
+            png_parts(hdr(8, 2), &rgb, w * 3, h, &[], &[exif]),
+        ),
+    ]
 }
 
 fn corpus() -> Vec<(&'static str, Vec<u8>)> {
@@ -46,6 +111,9 @@ fn corpus() -> Vec<(&'static str, Vec<u8>)> {
             encode(19, 23, tj::TJPF_TJPF_CMYK as _, 4, s444, false),
         ),
     ]
+    .into_iter()
+    .chain(png_corpus())
+    .collect()
 }
 
 /// Decode through the feed with `threads`, consumers copying rows out one at a time.
@@ -77,14 +145,36 @@ fn streamed(data: &[u8], opts: &DecodeOptions, threads: usize) -> Result<RgbImag
     RgbImage::new(w, h, out.into_inner().unwrap())
 }
 
+/// Every option set the spec can give (alpha white or drop, orientation on or off).
+fn all_options() -> Vec<DecodeOptions> {
+    let mut out = Vec::new();
+    for alpha in [Alpha::White, Alpha::Drop] {
+        for exif_orientation in [true, false] {
+            out.push(DecodeOptions {
+                alpha,
+                exif_orientation,
+                ..DecodeOptions::default()
+            });
+        }
+    }
+    out
+}
+
+#[test]
+fn which_images_stream() {
+    for (name, data) in corpus() {
+        let streams = !matches!(name, "cmyk" | "png, orientation after the image");
+        let size = stream_size(&data, &DecodeOptions::default()).unwrap();
+        assert_eq!(size.is_some(), streams, "{name}");
+        let (_, decode) = decode_rgb_rows(&data, &DecodeOptions::default()).unwrap();
+        assert_eq!(decode.streams(), streams, "{name}");
+    }
+}
+
 #[test]
 fn streamed_rows_equal_the_whole_image_decode() {
-    let exif_off = DecodeOptions {
-        exif_orientation: false,
-        ..DecodeOptions::default()
-    };
     for (name, data) in corpus() {
-        for opts in [DecodeOptions::default(), exif_off] {
+        for opts in all_options() {
             let want = decode_rgb(&data, &opts).unwrap();
             for threads in [1, 2, 4] {
                 let got = streamed(&data, &opts, threads).unwrap();
@@ -107,10 +197,13 @@ fn truncated_or_corrupt_streams_fail_like_the_whole_image_decode() {
         let mid = junk.len() / 2;
         junk[mid..].fill(0xFF);
         cases.push(junk);
-        for case in cases {
-            let want = decode_rgb(&case, &opts_default());
+        for (case, opts) in cases
+            .iter()
+            .flat_map(|c| all_options().into_iter().map(move |o| (c, o)))
+        {
+            let want = decode_rgb(case, &opts);
             for threads in [1, 2, 4] {
-                let got = streamed(&case, &opts_default(), threads);
+                let got = streamed(case, &opts, threads);
                 match (&want, &got) {
                     (Ok(a), Ok(b)) => assert_eq!(a, b, "{name} ({} bytes)", case.len()),
                     (Err(a), Err(b)) => {

@@ -2,9 +2,8 @@
 //! libwebp encode the JPEG / WebP ones): limits refused before decoding, bad input rejected
 //! with typed errors, never a panic. Pixel parity with Pillow is tested from Python.
 
-use std::io::Write;
-
 use super::test_jpeg::encode_jpeg;
+use super::test_png::{png, png_chunk};
 use super::*;
 use crate::error::KernelError;
 
@@ -41,41 +40,6 @@ fn pattern(w: usize, h: usize) -> Vec<u8> {
         }
     }
     px
-}
-
-fn png_chunk(kind: &[u8; 4], data: &[u8]) -> Vec<u8> {
-    let mut crc = flate2::Crc::new();
-    crc.update(kind);
-    crc.update(data);
-    let mut out = (data.len() as u32).to_be_bytes().to_vec();
-    out.extend_from_slice(kind);
-    out.extend_from_slice(data);
-    out.extend_from_slice(&crc.sum().to_be_bytes());
-    out
-}
-
-/// A PNG of raw rows (filter 0) with `extra` chunks before IDAT.
-fn png(w: u32, h: u32, bit_depth: u8, color_type: u8, rows: &[u8], extra: &[Vec<u8>]) -> Vec<u8> {
-    let row_len = rows.len() / h as usize;
-    let mut raw = Vec::new();
-    for r in rows.chunks(row_len.max(1)).take(h as usize) {
-        raw.push(0);
-        raw.extend_from_slice(r);
-    }
-    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
-    z.write_all(&raw).unwrap();
-    let body = z.finish().unwrap();
-    let mut ihdr = w.to_be_bytes().to_vec();
-    ihdr.extend_from_slice(&h.to_be_bytes());
-    ihdr.extend_from_slice(&[bit_depth, color_type, 0, 0, 0]);
-    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
-    out.extend(png_chunk(b"IHDR", &ihdr));
-    for c in extra {
-        out.extend_from_slice(c);
-    }
-    out.extend(png_chunk(b"IDAT", &body));
-    out.extend(png_chunk(b"IEND", b""));
-    out
 }
 
 fn jpeg(w: usize, h: usize) -> Vec<u8> {

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 
 use super::*;
 use crate::decode::test_jpeg::encode_jpeg;
+use crate::decode::test_png::{png_chunk, png_parts, Ihdr};
 use crate::decode::{decode_rgb, DecodeOptions};
 use crate::feed::RowFeed;
 use crate::resize::{PassOrder, Resample};
@@ -31,8 +32,22 @@ fn jpeg(w: usize, h: usize, samp: i32, progressive: bool) -> Vec<u8> {
     encode_jpeg(&px, w, h, tj::TJPF_TJPF_RGB as _, 88, samp, progressive)
 }
 
-/// JPEGs that stream (baseline, progressive, 4:2:0, odd sizes, gray) and two that do not
-/// (CMYK; an EXIF orientation, which is applied to the whole image).
+/// A PNG of `color_type` (2: RGB, 6: RGBA) with `extra` chunks after its image data.
+fn png(w: usize, h: usize, color_type: u8, after: &[Vec<u8>]) -> Vec<u8> {
+    let channels = if color_type == 6 { 4 } else { 3 };
+    let px = photo(w, h, channels, (w + h) as u64);
+    let hdr = Ihdr {
+        w: w as u32,
+        h: h as u32,
+        bit_depth: 8,
+        color_type,
+    };
+    png_parts(hdr, &px, w * channels, h, &[], after)
+}
+
+/// JPEGs and PNGs that stream (baseline, progressive, 4:2:0, odd sizes, gray; RGB, RGBA, a
+/// transparent colour after the image data) and three that do not (CMYK; an EXIF orientation,
+/// which is applied to the whole image, in a JPEG and in a chunk after a PNG's image data).
 fn corpus() -> Vec<(&'static str, Vec<u8>)> {
     let s444: i32 = tj::TJSAMP_TJSAMP_444 as _;
     let s420: i32 = tj::TJSAMP_TJSAMP_420 as _;
@@ -65,7 +80,24 @@ fn corpus() -> Vec<(&'static str, Vec<u8>)> {
             "exif 6, 70x100",
             with_orientation(&jpeg(70, 100, s420, false), 6),
         ),
+        ("png rgb 90x131", png(90, 131, 2, &[])),
+        ("png rgba 64x99", png(64, 99, 6, &[])),
+        (
+            "png rgb, tRNS after the image",
+            png(50, 70, 2, &[png_chunk(b"tRNS", &[0, 0, 0, 9, 0, 200])]),
+        ),
+        (
+            "png, orientation after the image",
+            png(50, 70, 2, &[png_chunk(b"eXIf", &exif_6())]),
+        ),
     ]
+}
+
+/// A little-endian TIFF block whose one IFD entry is Orientation = 6.
+fn exif_6() -> Vec<u8> {
+    let mut tiff = b"II*\x00\x08\x00\x00\x00\x01\x00".to_vec();
+    tiff.extend_from_slice(&[0x12, 0x01, 3, 0, 1, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0]);
+    tiff
 }
 
 /// `data` with an APP1 EXIF segment stating `orientation`, right after SOI.

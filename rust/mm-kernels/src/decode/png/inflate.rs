@@ -98,14 +98,15 @@ pub(super) fn unpack(mode: Mode, raw: &[u8], width: usize, out: &mut [u8]) {
 }
 
 /// Inflate the image data row by row (Pillow's ZipDecode), unfilter each row and hand it to
-/// `emit(pass, y, row)` (pass is 0 when not interlaced). Returns the offset just past the
-/// chunk where the image ended, from where Pillow reads the trailing chunks.
+/// `emit(pass, y, row)` (pass is 0 when not interlaced; an error from it ends the decode).
+/// Returns the offset just past the chunk where the image ended, from where Pillow reads the
+/// trailing chunks.
 pub(super) fn inflate_rows(
     data: &[u8],
     idat: usize,
     g: &Geometry,
     interlaced: bool,
-    mut emit: impl FnMut(usize, usize, &[u8]),
+    mut emit: impl FnMut(usize, usize, &[u8]) -> Result<()>,
 ) -> Result<usize> {
     let mut z = Decompress::new(true);
     let mut reader = IdatReader { data, next: idat };
@@ -149,7 +150,7 @@ pub(super) fn inflate_rows(
                 continue;
             }
             unfilter(cur[0], &mut cur[1..=row_len], &prev[1..=row_len], g.bpp)?;
-            emit(pass, y, &cur[1..=row_len]);
+            emit(pass, y, &cur[1..=row_len])?;
             filled = 0;
             if interlaced {
                 y += ROW_INCREMENT[pass];

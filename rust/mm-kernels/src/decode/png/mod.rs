@@ -32,7 +32,9 @@ mod unfilter;
 use super::convert::{convert_row, replace_transparent, Lut, Palette, Source};
 use super::{bad, limits, Alpha, DecodeOptions, Decoded, Format, Header};
 use crate::error::{KernelError, Result};
+use crate::feed::RowWriter;
 use crate::image::RgbImage;
+use crate::par::Par;
 use chunks::{open, read_trailing_chunks, skip_image_data, IdatReader, Mode, Trns};
 use inflate::{inflate_rows, unpack, Geometry};
 
@@ -167,18 +169,11 @@ struct Render<'a, 'g> {
     interlaced: bool,
 }
 
-impl Render<'_, '_> {
-    /// The RGB pixels (RGB-mode transparency still to apply) and where the image data ended.
-    fn run(
-        &self,
-        palette: Option<&[u8]>,
-        trns: Option<&Trns>,
-        alpha: Alpha,
-    ) -> Result<(Vec<u8>, usize)> {
-        let (mode, g) = (self.mode, self.g);
-        let mut out = limits::alloc(limits::buffer_len(F, g.width as u64, g.height as u64, 3)?)?;
-        // Fold palette, transparency and alpha mode into one row converter.
-        let lut = match mode {
+impl<'a> Render<'a, '_> {
+    /// The lookup table of modes whose samples are looked up (palette, 1/2/4/8-bit and 16-bit
+    /// gray), with the palette, transparency and alpha mode folded in.
+    fn lut(&self, palette: Option<&[u8]>, trns: Option<&Trns>, alpha: Alpha) -> Option<Box<Lut>> {
+        match self.mode {
             Mode::Indexed(_) => {
                 let mut pal = Palette::new();
                 if let Some(plte) = palette {
@@ -196,19 +191,37 @@ impl Render<'_, '_> {
                 _ => Some(Lut::gray(alpha, None)),
             },
             _ => None,
-        };
-        let source = match (mode, &lut) {
+        }
+    }
+
+    /// How an unpacked row becomes RGB (RGB-mode transparency is applied afterwards).
+    fn source<'l>(&self, lut: Option<&'l Lut>) -> Source<'l> {
+        match (self.mode, lut) {
             (_, Some(lut)) => Source::Indexed(lut),
             (Mode::GrayAlpha | Mode::GrayAlpha16, _) => Source::GrayAlpha,
             (Mode::Rgba | Mode::Rgba16, _) => Source::Rgba,
             _ => Source::Rgb { trns: None },
-        };
+        }
+    }
+
+    /// The RGB pixels (RGB-mode transparency still to apply) and where the image data ended.
+    fn run(
+        &self,
+        palette: Option<&[u8]>,
+        trns: Option<&Trns>,
+        alpha: Alpha,
+    ) -> Result<(Vec<u8>, usize)> {
+        let (mode, g) = (self.mode, self.g);
+        let mut out = limits::alloc(limits::buffer_len(F, g.width as u64, g.height as u64, 3)?)?;
+        let lut = self.lut(palette, trns, alpha);
+        let source = self.source(lut.as_deref());
         let row_out = g.width * 3;
         let row_in = g.width * mode.unpacked_bytes();
         let end = if self.interlaced {
             let mut unpacked = limits::alloc(g.pixels() * mode.unpacked_bytes())?;
             let end = inflate_rows(self.data, self.idat, g, true, |pass, y, raw| {
                 g.scatter(mode, pass, y, raw, &mut unpacked);
+                Ok(())
             })?;
             for (src, dst) in unpacked
                 .chunks_exact(row_in)
@@ -231,6 +244,7 @@ impl Render<'_, '_> {
                     convert_row(&source, alpha, &unpacked, dst);
                 }
                 done = y + 1;
+                Ok(())
             })?;
             // Rows the zlib stream never reached stay zero in Pillow's image: convert those.
             if done < g.height && !identity {
@@ -243,4 +257,136 @@ impl Render<'_, '_> {
         };
         Ok((out, end))
     }
+
+    /// [`Render::run`] of a non-interlaced image into `rows` (the final RGB, RGB-mode
+    /// transparency `rgb_trns` applied row by row), published every few rows; rows the zlib
+    /// stream never reached are written last, as Pillow leaves them. Returns where the image
+    /// data ended. Stops with [`KernelError::Cancelled`] once `par`'s flag is set.
+    fn run_rows(
+        &self,
+        plan: &RowPlan<'_>,
+        rows: &mut RowWriter<'_>,
+        par: &Par<'_>,
+    ) -> Result<usize> {
+        const BATCH: usize = 8;
+        let (mode, g, alpha) = (self.mode, self.g, plan.alpha);
+        let lut = self.lut(plan.palette, plan.trns.as_ref(), alpha);
+        let source = self.source(lut.as_deref());
+        let row_out = g.width * 3;
+        let mut unpacked = vec![0u8; g.width * mode.unpacked_bytes()];
+        let mut line = vec![0u8; row_out];
+        let identity = mode == Mode::Rgb && source.is_identity(alpha);
+        let put = |y: usize, line: &mut [u8], rows: &mut RowWriter<'_>| -> Result<()> {
+            if let Some(t) = plan.rgb_trns {
+                replace_transparent(line, t);
+            }
+            let at = (y - rows.published()) * row_out;
+            rows.unpublished_mut()[at..at + row_out].write_copy_of_slice(line);
+            if (y + 1).is_multiple_of(BATCH) {
+                rows.publish(y + 1);
+                par.check()?;
+            }
+            Ok(())
+        };
+        let mut done = 0usize;
+        let end = inflate_rows(self.data, self.idat, g, false, |_, y, raw| {
+            if identity {
+                line.copy_from_slice(&raw[..row_out]);
+            } else {
+                unpack(mode, raw, g.width, &mut unpacked);
+                convert_row(&source, alpha, &unpacked, &mut line);
+            }
+            done = y + 1;
+            put(y, &mut line, rows)
+        })?;
+        unpacked.fill(0);
+        for y in done..g.height {
+            line.fill(0);
+            if !identity {
+                convert_row(&source, alpha, &unpacked, &mut line);
+            }
+            put(y, &mut line, rows)?;
+        }
+        rows.publish(g.height);
+        Ok(end)
+    }
+}
+
+/// What a row-by-row decode of a PNG needs from its chunks, read before any pixel.
+pub(crate) struct RowPlan<'a> {
+    /// The palette as the file was opened (Pillow fixes it then).
+    palette: Option<&'a [u8]>,
+    /// The transparency after the chunks that follow the image data.
+    trns: Option<Trns>,
+    /// An RGB-mode transparent colour to turn white (the low bytes, as Pillow matches them).
+    rgb_trns: Option<[u8; 3]>,
+    alpha: Alpha,
+}
+
+/// The header half of [`decode`] for a row-by-row decode: the same checks in the same order,
+/// then `Some(((width, height), plan))` when the rows come out final and in order: not
+/// interlaced, and no orientation to apply, which the chunks after the image data may set, so
+/// they are read now (as a header probe reads them). `None` for every other image, and for one
+/// whose trailing chunks are broken: decoded whole, it reports them as Pillow does.
+pub(crate) fn stream_header<'a>(
+    data: &'a [u8],
+    opts: &DecodeOptions,
+) -> Result<Option<((u32, u32), RowPlan<'a>)>> {
+    let o = open(data)?;
+    let (w, h) = (u64::from(o.width), u64::from(o.height));
+    limits::check(F, w, h, opts)?;
+    let geometry = Geometry::new(o.mode, o.width as usize, o.height as usize)?;
+    check_compressed_size(data, o.idat, &geometry)?;
+    let mut info = o.info;
+    if info.interlaced {
+        return Ok(None);
+    }
+    let palette = info.palette;
+    if read_trailing_chunks(data, skip_image_data(data, o.idat), &mut info).is_err() {
+        return Ok(None);
+    }
+    if opts.exif_orientation && info.meta.orientation() != 1 {
+        return Ok(None);
+    }
+    let rgb_trns = match (&info.trns, o.mode) {
+        (Some(Trns::Rgb([r, g, b])), Mode::Rgb | Mode::Rgb16) if opts.alpha == Alpha::White => {
+            Some([(r & 0xff) as u8, (g & 0xff) as u8, (b & 0xff) as u8])
+        }
+        _ => None,
+    };
+    let plan = RowPlan {
+        palette,
+        trns: info.trns,
+        rgb_trns,
+        alpha: opts.alpha,
+    };
+    Ok(Some(((o.width, o.height), plan)))
+}
+
+/// Decode the rows of a PNG that [`stream_header`] planned into `rows` (its `width x height`),
+/// publishing them as they are final, then read the chunks after the image data as [`decode`]
+/// does (a broken one fails the decode, after the rows): the pixels and errors of [`decode`].
+pub(crate) fn decode_rows(
+    data: &[u8],
+    plan: &RowPlan<'_>,
+    rows: &mut RowWriter<'_>,
+    par: &Par<'_>,
+) -> Result<()> {
+    let o = open(data)?;
+    let geometry = Geometry::new(o.mode, o.width as usize, o.height as usize)?;
+    if rows.len() != geometry.pixels() * 3 {
+        return Err(KernelError::InvalidArgument(
+            "the row feed does not match the PNG".into(),
+        ));
+    }
+    let job = Render {
+        data,
+        idat: o.idat,
+        mode: o.mode,
+        g: &geometry,
+        interlaced: false,
+    };
+    let end = job.run_rows(plan, rows, par)?;
+    let mut info = o.info;
+    read_trailing_chunks(data, end, &mut info)
 }
