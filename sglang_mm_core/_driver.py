@@ -596,12 +596,12 @@ class Pipeline:
         job: _Job,
         cancel: _native.CancelFlag | None,
     ) -> ProcessedItem | None:
-        """An image whose rows stream (a JPEG with no orientation to apply) planned from its
-        header and decoded straight into the feature: with threads to spare, its row bands
-        start while the rest of it decodes. The item and the errors are those of the two-step
-        path (decode, then the feature), bit for bit; None when the image does not stream, or
-        when its header or plan is refused, so that the two-step path reports that as it
-        would (a broken scan before a refused size)."""
+        """An image whose rows stream (a JPEG or a non-interlaced PNG with no orientation to
+        apply) planned from its header and decoded straight into the feature: with threads to
+        spare, its row bands start while the rest of it decodes. The item and the errors are
+        those of the two-step path (decode, then the feature), bit for bit; None when the
+        image does not stream, or when its header or plan is refused, so that the two-step
+        path reports that as it would (a broken scan before a refused size)."""
         fam = self.family
         try:
             size = _native.image_stream_size(data, **self._decode_kw)

@@ -197,8 +197,9 @@ impl FeatureRecipe {
     /// `max_pixels` and `max_side` say, for `parts` planned for its upright `size` (`(width,
     /// height)`, as `image_stream_size` gives it; another size is a `KernelArgumentError`):
     /// `run` of the decoded image, bit for bit, errors included (the decode's first). With two
-    /// threads or more and a JPEG that streams, the parts' bands start while the rest of the
-    /// image is still being decoded. `cancel` also stops the decode.
+    /// threads or more and an image that streams (a JPEG or a non-interlaced PNG), the parts'
+    /// bands start while the rest of the image is still being decoded. `cancel` also stops the
+    /// decode.
     #[pyo3(signature = (
         data, size, parts, table, codes=false, threads=1, cancel=None, *, alpha="white",
         exif_orientation=true, max_pixels=None, max_side=None

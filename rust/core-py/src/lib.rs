@@ -97,9 +97,10 @@ fn image_decode_rgb<'py>(
 }
 
 /// `(width, height)` of the upright image when its decode streams its rows under these
-/// options (a JPEG whose rows come out final: RGB or grayscale, no orientation to apply), from
-/// the header alone and checked as a decode checks it; None for any other image (the driver
-/// then decodes it whole first). What `FeatureRecipe.run_encoded` is planned with.
+/// options (a JPEG whose rows come out final, RGB or grayscale, or a non-interlaced PNG; no
+/// orientation to apply), from the header and checked as a decode checks it; None for any
+/// other image (the driver then decodes it whole first). What `FeatureRecipe.run_encoded` is
+/// planned with.
 #[pyfunction]
 #[pyo3(signature = (data, alpha="white", exif_orientation=true, max_pixels=None, max_side=None))]
 fn image_stream_size<'py>(

@@ -104,8 +104,8 @@ pub fn compose<E: ComposeEncoder>(
 
 /// [`compose`] from encoded bytes, decoding as `opts` says: `plan(width, height)` gives the
 /// parts of the upright image from its size, which the header tells before any pixel. Where
-/// the decode streams its rows ([`crate::decode::stream_size`]: a JPEG with no orientation to
-/// apply) and `par` has two threads or more, this is [`compose_fed`] on the decode's feed;
+/// the decode streams its rows ([`crate::decode::stream_size`]: a JPEG or a non-interlaced PNG
+/// with no orientation to apply) and `par` has two threads or more, this is [`compose_fed`] on the decode's feed;
 /// otherwise the image is decoded whole, then composed. The output is [`compose`]'s of the
 /// decoded image, bit for bit, for every thread count, and so are the errors: the decode's
 /// first (a broken scan is reported before a plan or a part that refuses the size), then the
