@@ -17,12 +17,10 @@ import argparse
 import io
 import json
 import os
-import statistics
-import time
-from collections.abc import Callable
 from typing import Any
 
 from _images import mosaic
+from _timing import interleaved
 from PIL import Image
 
 from sglang_mm_core import MmInput, pipeline_from_spec
@@ -47,19 +45,6 @@ GOAL_FAMILIES = {"qwen_vl:pil", "qwen_vl:aten_u8", "internvl", "gemma3", "pixtra
 
 def pillow_decode(data: bytes) -> Image.Image:
     return Image.open(io.BytesIO(data)).convert("RGB")
-
-
-def interleaved(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, list[float]]:
-    """Every wall time in ms of each, run by run in turn after one warm-up call each."""
-    for fn in fns.values():
-        fn()
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(repeat):
-        for k, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            times[k].append((time.perf_counter() - t0) * 1e3)
-    return times
 
 
 def main() -> None:
@@ -91,7 +76,7 @@ def main() -> None:
             one = pipes[0].process(req).items[0].feature.array
             two = pipes[2].process(req).items[0].feature.array
             assert one.tobytes() == two.tobytes(), f"{label} {size}: threads changed the bits"
-            times = interleaved(
+            med = interleaved(
                 {
                     "pillow": lambda d=data: pillow_decode(d),
                     "t1": lambda p=pipes[0], r=req: p.process(r),
@@ -101,7 +86,6 @@ def main() -> None:
             )
             for p in pipes.values():
                 p.close()
-            med = {k: statistics.median(v) for k, v in times.items()}
             r1, r2 = med["t1"] / med["pillow"], med["t2"] / med["pillow"]
             goal = ""
             if label in GOAL_FAMILIES and size in GOALS:

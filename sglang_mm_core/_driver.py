@@ -578,16 +578,12 @@ class Pipeline:
             if streamed is not None:
                 return streamed
         image = _native.image_decode_rgb(data, **self._decode_kw)
-        try:
+
+        def process() -> ProcessedItem:
             plan = fam.checked_plan(int(image.shape[1]), int(image.shape[0]))
-            processed = fam._process(image, plan, job.threads, compact, cancel)
-        except PluginError as e:  # the plugin is at fault, not the request's image
-            raise _Failed(e) from e
-        except MmError:
-            raise
-        except Exception as e:
-            raise _Failed(_plugin_error(fam, f"processing image {job.item}", e)) from e
-        return processed
+            return fam._process(image, plan, job.threads, compact, cancel)
+
+        return self._family_call(f"processing image {job.item}", process)
 
     def _compute_streamed(
         self,
@@ -610,32 +606,42 @@ class Pipeline:
             plan = fam.checked_plan(*size)
         except Exception:
             return None
-        try:
-            return fam._process_encoded(
+        return self._family_call(
+            f"processing image {job.item}",
+            lambda: fam._process_encoded(
                 data, size, plan, self._decode_kw, job.threads, compact, cancel
-            )
-        except PluginError as e:
-            raise _Failed(e) from e
-        except MmError:
-            raise
-        except Exception as e:
-            raise _Failed(_plugin_error(fam, f"processing image {job.item}", e)) from e
+            ),
+        )
 
     def _compute_video(
         self, data: bytes | bytearray | memoryview, compact: bool, job: _Job, options: VideoOptions
     ) -> ProcessedItem:
-        fam = self.family
         limits = video_limits(self.spec.spec.limits)
+        return self._family_call(
+            f"processing video {job.item}",
+            lambda: process_video(
+                self.family,
+                data,
+                options,
+                limits,
+                threads=job.threads,
+                compact=compact,
+                scope=job.scope,
+            ),
+        )
+
+    def _family_call(self, what: str, fn: Callable[[], R]) -> R:
+        """``fn()``, which runs the family's code: a request error passes, a `PluginError` (the
+        plugin at fault, not the request's item) or any other exception (a plugin bug, named
+        by ``what``) fails the request unattributed to an item."""
         try:
-            return process_video(
-                fam, data, options, limits, threads=job.threads, compact=compact, scope=job.scope
-            )
+            return fn()
         except PluginError as e:
             raise _Failed(e) from e
         except MmError:
             raise
         except Exception as e:
-            raise _Failed(_plugin_error(fam, f"processing video {job.item}", e)) from e
+            raise _Failed(_plugin_error(self.family, what, e)) from e
 
     def _media_layout(
         self, ids: npt.NDArray[np.int64], plans: Sequence[Plan], modalities: Sequence[str]

@@ -5,12 +5,13 @@ that the core's feature kernels read between bands, so an item whose request is 
 
 from __future__ import annotations
 
+import io
 import threading
 import time
 
 import numpy as np
 import pytest
-from core_helpers import png_bytes
+from PIL import Image
 from test_cache import TableToy
 
 from sglang_mm_core import MmInput, Registry, _native, pipeline_from_spec
@@ -76,15 +77,23 @@ class CancelsInPlan(TableToy):
         return super().plan(width, height)
 
 
-def test_a_request_cancelled_once_its_kernel_is_due_raises_and_returns_nothing() -> None:
-    """Through the driver: the request's scope reaches the pool thread's kernel call, which
-    stops at its first band. (That a flag set while a kernel runs stops it at the next band
-    is mm-kernels' own test, where a band sets it: a timer thread here would race the
-    kernel.)"""
+@pytest.mark.parametrize("threads", [0, 2, 3])
+@pytest.mark.parametrize("fmt", ["PNG", "JPEG", "BMP"])
+def test_a_request_cancelled_once_its_kernel_is_due_raises_and_returns_nothing(
+    fmt: str, threads: int
+) -> None:
+    """Through the driver: the request's scope reaches the kernel call, which stops at its
+    first band, or, for an image whose rows stream (PNG, JPEG), whose plan is made from the
+    header, in its decode before the first rows. (That a flag set while a kernel runs stops it
+    at the next band is mm-kernels' own test, where a band sets it: a timer thread here would
+    race the kernel.)"""
     reg = Registry()
     reg.register_family(CancelsInPlan)
-    req = MmInput([9, 5, 9], [png_bytes(_image(640, 480))])
-    with pipeline_from_spec({"family": "cancels_in_plan", "threads": 2}, registry=reg) as pipe:
+    buf = io.BytesIO()
+    Image.fromarray(_image(640, 480)).save(buf, fmt)
+    req = MmInput([9, 5, 9], [buf.getvalue()])
+    spec = {"family": "cancels_in_plan", "threads": threads}
+    with pipeline_from_spec(spec, registry=reg) as pipe:
         CancelsInPlan.scope = scope = CancelScope()
         try:
             with cancel_scope(scope), pytest.raises(RequestCancelledError, match="cancelled"):

@@ -1,11 +1,12 @@
 """The driver's fused path: an image whose rows stream (a JPEG, not CMYK, or a PNG that is not
 interlaced; no orientation to apply) is planned from its header and decoded straight into the
-core's composition
-(`FeatureRecipe.run_encoded`), its row bands starting while the rest decodes. Everything it
+core's composition (`FeatureRecipe.run_encoded`), its row bands starting while the rest
+decodes. Everything it
 returns or raises must be what the two-step path (decode whole, then `process_item`) gives:
 the same bits for every bundled family that composes its feature, both forms and every pool
 size; for the formats and orientations that do not stream, the two-step path itself. Broken
-scans, refused sizes, limits and cancellation fail as before, with nothing returned."""
+scans, refused sizes and limits fail as before, with nothing returned (cancellation:
+test_kernel_cancel.py)."""
 
 from __future__ import annotations
 
@@ -27,12 +28,10 @@ from PIL import Image
 from test_cache import TableToy
 
 from sglang_mm_core import MmInput, Registry, _native, pipeline_from_spec
-from sglang_mm_core._fetch.cancel import CancelScope, cancel_scope
 from sglang_mm_core.errors import (
     DecodeError,
     KernelArgumentError,
     LimitError,
-    RequestCancelledError,
 )
 from sglang_mm_core.plugin import Plan
 
@@ -210,37 +209,6 @@ def test_over_the_limit_is_refused_from_the_header(threads: int) -> None:
     with pytest.raises(LimitError) as raw:
         _native.image_decode_rgb(data, max_pixels=70_000)
     assert info.value.message == f"image 0 (bytes): {raw.value}"
-
-
-class CancelsInPlan(TableToy):
-    """Cancels the request in its plan, which the fused path makes from the header, before a
-    single row is decoded: only the decode (and the bands) can notice it."""
-
-    name = "cancels_in_plan_jpeg"
-    scope: CancelScope | None = None
-
-    def plan(self, width: int, height: int) -> Plan:
-        scope = type(self).scope
-        if scope is not None:
-            scope.cancel("the request's deadline passed")
-        return super().plan(width, height)
-
-
-@pytest.mark.parametrize("threads", [0, 2, 3])
-def test_a_cancelled_request_stops_its_decode_and_returns_nothing(threads: int) -> None:
-    reg = Registry()
-    reg.register_family(CancelsInPlan)
-    req = MmInput([9, 5, 9], [_big_jpeg()])
-    spec = {"family": "cancels_in_plan_jpeg", "threads": threads}
-    with pipeline_from_spec(spec, registry=reg) as pipe:
-        CancelsInPlan.scope = scope = CancelScope()
-        try:
-            with cancel_scope(scope), pytest.raises(RequestCancelledError, match="cancelled"):
-                pipe.process(req)
-        finally:
-            CancelsInPlan.scope = None
-        out = pipe.process(req)  # the pipeline itself is unharmed
-        assert out.items[0].feature.shape == (3, 960, 1280)
 
 
 def _rss() -> int:

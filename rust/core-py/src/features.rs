@@ -1,14 +1,14 @@
 //! Bindings of `mm_kernels::features`: a family's table and recipe, built once per pipeline,
-//! and the one call that turns a decoded image and its plan's parts into the feature (full
-//! or compact) with the GIL released.
+//! and the calls that turn a decoded image (or encoded bytes, decoded on the way) and its
+//! plan's parts into the feature (full or compact) with the GIL released.
 
-use mm_kernels::decode::{Alpha, DecodeOptions};
+use mm_kernels::decode::DecodeOptions;
 use mm_kernels::features::{
-    self, alloc, Arith, Backend, Bf16Table, Bf16Values, Codes, Fill, Filter, Part, Patching,
-    Recipe, Rect, Resize, Table, Values, Writer,
+    self, alloc, Arith, Backend, Bf16Table, Bf16Values, Codes, ComposeEncoder, Composed, Fill,
+    Filter, Part, Patching, Recipe, Rect, Resize, Table, Values, Writer,
 };
 use mm_kernels::resize::{PassOrder, Resample};
-use mm_kernels::{limits, KernelError, Par};
+use mm_kernels::{KernelError, Par, Result as KResult, RgbView};
 use mm_pyglue::{array_from_vec, bytes_snapshot, rgb_view, to_pyerr};
 use numpy::ndarray::ArrayViewD;
 use numpy::{
@@ -151,48 +151,15 @@ impl FeatureRecipe {
         threads: usize,
         cancel: Option<PyRef<'py, CancelFlag>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let err = |e| to_pyerr(py, e);
-        let view = rgb_view(&image).map_err(err)?;
-        let parts: Vec<Part> = parts.into_iter().map(PartArg::part).collect();
-        let flag = cancel.map(|c| Arc::clone(&c.0));
-        let par = Par::new(threads);
-        let par = match &flag {
-            Some(f) => par.with_cancel(f),
-            None => par,
+        let image = rgb_view(&image).map_err(|e| to_pyerr(py, e))?;
+        let job = Decoded {
+            image,
+            parts: parts.into_iter().map(PartArg::part).collect(),
+            recipe: &self.recipe,
         };
-        let recipe = &self.recipe;
-        if codes {
-            let out = py
-                .detach(|| checked(&par, features::compose(view, &parts, recipe, &Codes, &par)))
-                .map_err(err)?;
-            return Ok(array_from_vec(py, out.data, &out.shape)?.into_any());
-        }
-        match &table.bf16 {
-            Some(b) => {
-                let out = py
-                    .detach(|| {
-                        checked(
-                            &par,
-                            features::compose(view, &parts, recipe, &Bf16Values(b), &par),
-                        )
-                    })
-                    .map_err(err)?;
-                Ok(array_from_vec(py, out.data, &out.shape)?.into_any())
-            }
-            None => {
-                let t = &table.table;
-                let out = py
-                    .detach(|| {
-                        checked(
-                            &par,
-                            features::compose(view, &parts, recipe, &Values(t), &par),
-                        )
-                    })
-                    .map_err(err)?;
-                Ok(pooled_array(py, out.data, &out.shape)?.into_any())
-            }
-        }
+        feature(py, &job, table, codes, threads, cancel)
     }
+
     /// The feature of the encoded image `data`, decoded as `alpha`, `exif_orientation`,
     /// `max_pixels` and `max_side` say, for `parts` planned for its upright `size` (`(width,
     /// height)`, as `image_stream_size` gives it; another size is a `KernelArgumentError`):
@@ -217,72 +184,102 @@ impl FeatureRecipe {
         cancel: Option<PyRef<'py, CancelFlag>>,
         alpha: &str,
         exif_orientation: bool,
-        max_pixels: Option<u64>,
-        max_side: Option<u32>,
+        max_pixels: Option<&Bound<'py, PyAny>>,
+        max_side: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let err = |e| to_pyerr(py, e);
-        let opts = DecodeOptions {
-            alpha: Alpha::parse(alpha).map_err(err)?,
-            exif_orientation,
-            max_pixels: max_pixels.unwrap_or(limits::MAX_IMAGE_PIXELS),
-            max_side: max_side.unwrap_or(limits::MAX_IMAGE_SIDE),
-        };
-        let parts: Vec<Part> = parts.into_iter().map(PartArg::part).collect();
-        let flag = cancel.map(|c| Arc::clone(&c.0));
-        let par = Par::new(threads);
-        let par = match &flag {
-            Some(f) => par.with_cancel(f),
-            None => par,
-        };
-        let recipe = &self.recipe;
+        let opts = crate::decode_options(py, alpha, exif_orientation, max_pixels, max_side)?;
         let snapshot = bytes_snapshot(data)?;
-        let bytes = snapshot.as_bytes();
+        let job = Encoded {
+            data: snapshot.as_bytes(),
+            opts,
+            size,
+            parts: parts.into_iter().map(PartArg::part).collect(),
+            recipe: &self.recipe,
+        };
+        feature(py, &job, table, codes, threads, cancel)
+    }
+}
+
+/// How a feature is computed for one encoder: [`FeatureRecipe::run`]'s and `run_encoded`'s
+/// inputs behind one encoder dispatch.
+trait Compose: Sync {
+    fn compose<E: ComposeEncoder>(&self, enc: &E, par: &Par<'_>) -> KResult<Composed<E::Out>>;
+}
+
+/// A decoded image and its parts.
+struct Decoded<'a> {
+    image: RgbView<'a>,
+    parts: Vec<Part>,
+    recipe: &'a Recipe,
+}
+
+impl Compose for Decoded<'_> {
+    fn compose<E: ComposeEncoder>(&self, enc: &E, par: &Par<'_>) -> KResult<Composed<E::Out>> {
+        features::compose(self.image, &self.parts, self.recipe, enc, par)
+    }
+}
+
+/// Encoded bytes, their decode options, and the parts planned for the upright `size`.
+struct Encoded<'a> {
+    data: &'a [u8],
+    opts: DecodeOptions,
+    size: (usize, usize),
+    parts: Vec<Part>,
+    recipe: &'a Recipe,
+}
+
+impl Compose for Encoded<'_> {
+    fn compose<E: ComposeEncoder>(&self, enc: &E, par: &Par<'_>) -> KResult<Composed<E::Out>> {
         let plan = |w: usize, h: usize| {
-            if (w, h) == size {
-                Ok(parts)
+            if (w, h) == self.size {
+                Ok(self.parts.clone())
             } else {
                 Err(KernelError::InvalidArgument(format!(
                     "the image is {w}x{h}, its parts were planned for {}x{}",
-                    size.0, size.1
+                    self.size.0, self.size.1
                 )))
             }
         };
-        if codes {
+        features::compose_encoded(self.data, &self.opts, plan, self.recipe, enc, par)
+    }
+}
+
+/// `job` through the encoder `codes` and `table` ask for (codes, bfloat16 or float32 values),
+/// with the GIL released and at most `threads` threads watching `cancel`, as the array of its
+/// shape (float32 ones on a buffer the reuse pool gets back).
+fn feature<'py, C: Compose>(
+    py: Python<'py>,
+    job: &C,
+    table: &FeatureTable,
+    codes: bool,
+    threads: usize,
+    cancel: Option<PyRef<'py, CancelFlag>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let err = |e| to_pyerr(py, e);
+    let flag = cancel.map(|c| Arc::clone(&c.0));
+    let par = Par::new(threads);
+    let par = match &flag {
+        Some(f) => par.with_cancel(f),
+        None => par,
+    };
+    if codes {
+        let out = py
+            .detach(|| checked(&par, job.compose(&Codes, &par)))
+            .map_err(err)?;
+        return Ok(array_from_vec(py, out.data, &out.shape)?.into_any());
+    }
+    match &table.bf16 {
+        Some(b) => {
             let out = py
-                .detach(|| {
-                    checked(
-                        &par,
-                        features::compose_encoded(bytes, &opts, plan, recipe, &Codes, &par),
-                    )
-                })
+                .detach(|| checked(&par, job.compose(&Bf16Values(b), &par)))
                 .map_err(err)?;
-            return Ok(array_from_vec(py, out.data, &out.shape)?.into_any());
+            Ok(array_from_vec(py, out.data, &out.shape)?.into_any())
         }
-        match &table.bf16 {
-            Some(b) => {
-                let enc = Bf16Values(b);
-                let out = py
-                    .detach(|| {
-                        checked(
-                            &par,
-                            features::compose_encoded(bytes, &opts, plan, recipe, &enc, &par),
-                        )
-                    })
-                    .map_err(err)?;
-                Ok(array_from_vec(py, out.data, &out.shape)?.into_any())
-            }
-            None => {
-                let enc = Values(&table.table);
-                let out = py
-                    .detach(|| {
-                        checked(
-                            &par,
-                            features::compose_encoded(bytes, &opts, plan, recipe, &enc, &par),
-                        )
-                    })
-                    .map_err(err)?;
-                Ok(pooled_array(py, out.data, &out.shape)?.into_any())
-            }
+        None => {
+            let out = py
+                .detach(|| checked(&par, job.compose(&Values(&table.table), &par)))
+                .map_err(err)?;
+            Ok(pooled_array(py, out.data, &out.shape)?.into_any())
         }
     }
 }

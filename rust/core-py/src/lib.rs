@@ -70,6 +70,27 @@ where
     }
 }
 
+/// The decode options of the Python keywords (`max_pixels`, `max_side`: None for the default
+/// limits; anything but an integer in range is a `KernelArgumentError` naming it).
+pub(crate) fn decode_options(
+    py: Python<'_>,
+    alpha: &str,
+    exif_orientation: bool,
+    max_pixels: Option<&Bound<'_, PyAny>>,
+    max_side: Option<&Bound<'_, PyAny>>,
+) -> PyResult<DecodeOptions> {
+    let max_pixels = opt_int_arg(py, max_pixels, "max_pixels", u64::MAX, None)?
+        .unwrap_or(limits::MAX_IMAGE_PIXELS);
+    let max_side =
+        opt_int_arg(py, max_side, "max_side", u32::MAX, None)?.unwrap_or(limits::MAX_IMAGE_SIDE);
+    Ok(DecodeOptions {
+        alpha: Alpha::parse(alpha).map_err(|e| to_pyerr(py, e))?,
+        exif_orientation,
+        max_pixels,
+        max_side,
+    })
+}
+
 #[pyfunction]
 #[pyo3(signature = (data, alpha="white", exif_orientation=true, max_pixels=None, max_side=None))]
 fn image_decode_rgb<'py>(
@@ -80,17 +101,7 @@ fn image_decode_rgb<'py>(
     max_pixels: Option<&Bound<'py, PyAny>>,
     max_side: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
-    let max_pixels = opt_int_arg(py, max_pixels, "max_pixels", u64::MAX, None)?
-        .unwrap_or(limits::MAX_IMAGE_PIXELS);
-    let max_side =
-        opt_int_arg(py, max_side, "max_side", u32::MAX, None)?.unwrap_or(limits::MAX_IMAGE_SIDE);
-    let alpha = Alpha::parse(alpha).map_err(|e| to_pyerr(py, e))?;
-    let opts = DecodeOptions {
-        alpha,
-        exif_orientation,
-        max_pixels,
-        max_side,
-    };
+    let opts = decode_options(py, alpha, exif_orientation, max_pixels, max_side)?;
     let img = with_bytes(data, |bytes| py.detach(|| decode::decode_rgb(bytes, &opts)))?
         .map_err(|e| to_pyerr(py, e))?;
     array_from_vec(py, img.data, &[img.height, img.width, 3])
@@ -111,16 +122,7 @@ fn image_stream_size<'py>(
     max_pixels: Option<&Bound<'py, PyAny>>,
     max_side: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Option<(u32, u32)>> {
-    let max_pixels = opt_int_arg(py, max_pixels, "max_pixels", u64::MAX, None)?
-        .unwrap_or(limits::MAX_IMAGE_PIXELS);
-    let max_side =
-        opt_int_arg(py, max_side, "max_side", u32::MAX, None)?.unwrap_or(limits::MAX_IMAGE_SIDE);
-    let opts = DecodeOptions {
-        alpha: Alpha::parse(alpha).map_err(|e| to_pyerr(py, e))?,
-        exif_orientation,
-        max_pixels,
-        max_side,
-    };
+    let opts = decode_options(py, alpha, exif_orientation, max_pixels, max_side)?;
     with_bytes(data, |bytes| decode::stream_size(bytes, &opts))?.map_err(|e| to_pyerr(py, e))
 }
 

@@ -50,18 +50,8 @@ impl RowFeed {
     /// (the writer overwrites them).
     pub fn new(buf: Vec<u8>, row_bytes: usize) -> Self {
         let rows = buf.len().checked_div(row_bytes).unwrap_or(0);
-        let mut buf = std::mem::ManuallyDrop::new(buf);
-        Self {
-            ptr: buf.as_mut_ptr(),
-            len: buf.len(),
-            cap: buf.capacity(),
-            row_bytes,
-            rows,
-            published: AtomicUsize::new(0),
-            closed: AtomicBool::new(false),
-            state: Mutex::new(State::default()),
-            cv: Condvar::new(),
-        }
+        let len = buf.len();
+        Self::over(buf, len, rows, row_bytes)
     }
 
     /// A feed of `rows` rows of `row_bytes` bytes whose buffer is not filled in (a decoder
@@ -75,8 +65,13 @@ impl RowFeed {
         buf.try_reserve_exact(len).map_err(|_| {
             KernelError::Limit(format!("cannot allocate {len} bytes for the image"))
         })?;
+        Ok(Self::over(buf, len, rows, row_bytes))
+    }
+
+    /// A feed of the first `len` bytes of `buf`'s allocation (`len <=` its capacity).
+    fn over(buf: Vec<u8>, len: usize, rows: usize, row_bytes: usize) -> Self {
         let mut buf = std::mem::ManuallyDrop::new(buf);
-        Ok(Self {
+        Self {
             ptr: buf.as_mut_ptr(),
             len,
             cap: buf.capacity(),
@@ -86,7 +81,7 @@ impl RowFeed {
             closed: AtomicBool::new(false),
             state: Mutex::new(State::default()),
             cv: Condvar::new(),
-        })
+        }
     }
 
     /// A feed whose rows are all there already.

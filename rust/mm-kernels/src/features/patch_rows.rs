@@ -120,20 +120,10 @@ pub(crate) fn write<E: Encode>(
     store: Store,
 ) -> Result<()> {
     let g = grid_of(src, p, false)?;
-    let per_step = STEP_ROWS.div_ceil(g.unit);
-    let failed = OnceLock::<KernelError>::new();
-    par.for_each_band(out, g.block_row_len, |first, chunk| {
-        let mut state = (Band::default(), vec![E::Out::default(); g.row_len]);
-        for (i, part) in chunk.chunks_mut(per_step * g.block_row_len).enumerate() {
-            let block = first + i * per_step;
-            if let Err(e) = values_step(src, p, enc, &g, block, part, store, &mut state) {
-                let _ = failed.set(e);
-                return;
-            }
-        }
-        stream::fence();
-    });
-    failed.into_inner().map_or(Ok(()), Err)
+    let init = || (Band::default(), vec![E::Out::default(); g.row_len]);
+    run_bands(&g, par, out, init, |state, block, part| {
+        values_step(src, p, enc, &g, block, part, store, state)
+    })
 }
 
 /// [`write`] while the image's rows are still arriving ([`run_streamed`]).
@@ -149,10 +139,37 @@ pub(crate) fn write_streamed<E: Encode, P: FnOnce() -> Result<()>>(
     let g = grid_of(src, p, false)?;
     let init = || (Band::default(), vec![E::Out::default(); g.row_len]);
     run_streamed(src, &g, par, out, produce, init, |state, block, part| {
-        values_step(src, p, enc, &g, block, part, store, state)?;
-        stream::fence();
-        Ok(())
+        values_step(src, p, enc, &g, block, part, store, state)
     })
+}
+
+/// `out` cut into one band of whole block rows per thread ([`Par::for_each_band`]), each
+/// walked a step of a few block rows at a time: `step(state, first block, step's output)`
+/// with the thread's `init()` state.
+fn run_bands<T, S, I, F>(
+    g: &Grid,
+    par: &Par,
+    out: &mut [MaybeUninit<T>],
+    init: I,
+    step: F,
+) -> Result<()>
+where
+    T: Send,
+    I: Fn() -> S + Sync,
+    F: Fn(&mut S, usize, &mut [MaybeUninit<T>]) -> Result<()> + Sync,
+{
+    let per_step = STEP_ROWS.div_ceil(g.unit);
+    let failed = OnceLock::<KernelError>::new();
+    par.for_each_band(out, g.block_row_len, |first, chunk| {
+        let mut state = init();
+        for (i, part) in chunk.chunks_mut(per_step * g.block_row_len).enumerate() {
+            if let Err(e) = step(&mut state, first + i * per_step, part) {
+                let _ = failed.set(e);
+                return;
+            }
+        }
+    });
+    failed.into_inner().map_or(Ok(()), Err)
 }
 
 /// The block rows of `out` (whole block rows, the first being `block`) through `enc`, with a
@@ -172,6 +189,9 @@ fn values_step<E: Encode>(
     let (y, n) = (block * g.unit, blocks * g.unit);
     let rows = src.rows(y, y + n, band)?;
     block_rows(&rows, enc, p, g, out, store, frame);
+    if store == Store::Streamed {
+        stream::fence();
+    }
     Ok(())
 }
 
@@ -265,19 +285,10 @@ pub(crate) fn write_codes(
     out: &mut [MaybeUninit<u8>],
 ) -> Result<()> {
     let g = grid_of(src, p, true)?;
-    let per_step = STEP_ROWS.div_ceil(g.unit);
-    let failed = OnceLock::<KernelError>::new();
-    par.for_each_band(out, g.block_row_len, |first, chunk| {
-        let mut state = (Band::default(), Vec::new());
-        for (i, part) in chunk.chunks_mut(per_step * g.block_row_len).enumerate() {
-            let block = first + i * per_step;
-            if let Err(e) = codes_step(src, p, &g, block, part, &mut state) {
-                let _ = failed.set(e);
-                return;
-            }
-        }
-    });
-    failed.into_inner().map_or(Ok(()), Err)
+    let init = || (Band::default(), Vec::new());
+    run_bands(&g, par, out, init, |state, block, part| {
+        codes_step(src, p, &g, block, part, state)
+    })
 }
 
 /// [`write_codes`] while the image's rows are still arriving.

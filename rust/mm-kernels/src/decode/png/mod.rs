@@ -35,7 +35,7 @@ use crate::error::{KernelError, Result};
 use crate::feed::RowWriter;
 use crate::image::RgbImage;
 use crate::par::Par;
-use chunks::{open, read_trailing_chunks, skip_image_data, IdatReader, Mode, Trns};
+use chunks::{open, read_trailing_chunks, skip_image_data, IdatReader, Mode, Opened, Trns};
 use inflate::{inflate_rows, unpack, Geometry};
 
 const F: Format = Format::Png;
@@ -77,12 +77,18 @@ pub(crate) fn source_mode(data: &[u8]) -> Result<super::SourceMode> {
     Ok(super::SourceMode::new(mode, info.trns.is_some()))
 }
 
-pub(crate) fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Decoded> {
+/// The checks of a decode up to the pixel data: the file opened as `_open` does, the limits,
+/// the row geometry, and enough image data for it.
+fn opened<'a>(data: &'a [u8], opts: &DecodeOptions) -> Result<(Opened<'a>, Geometry)> {
     let o = open(data)?;
-    let (w, h) = (u64::from(o.width), u64::from(o.height));
-    limits::check(F, w, h, opts)?;
+    limits::check(F, u64::from(o.width), u64::from(o.height), opts)?;
     let geometry = Geometry::new(o.mode, o.width as usize, o.height as usize)?;
     check_compressed_size(data, o.idat, &geometry)?;
+    Ok((o, geometry))
+}
+
+pub(crate) fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Decoded> {
+    let (o, geometry) = opened(data, opts)?;
     let mut info = o.info;
     // The palette is fixed when the file is opened; tRNS is read again after the image data.
     let palette = info.palette;
@@ -332,11 +338,7 @@ pub(crate) fn stream_header<'a>(
     data: &'a [u8],
     opts: &DecodeOptions,
 ) -> Result<Option<((u32, u32), RowPlan<'a>)>> {
-    let o = open(data)?;
-    let (w, h) = (u64::from(o.width), u64::from(o.height));
-    limits::check(F, w, h, opts)?;
-    let geometry = Geometry::new(o.mode, o.width as usize, o.height as usize)?;
-    check_compressed_size(data, o.idat, &geometry)?;
+    let (o, _) = opened(data, opts)?;
     let mut info = o.info;
     if info.interlaced {
         return Ok(None);
