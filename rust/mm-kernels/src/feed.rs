@@ -25,6 +25,8 @@ pub struct RowFeed {
     published: AtomicUsize,
     /// Whether the writer is gone (read lock-free by spinning readers).
     closed: AtomicBool,
+    /// Readers waiting on their core (at most one at a time spins).
+    spinning: AtomicUsize,
     state: Mutex<State>,
     cv: Condvar,
 }
@@ -79,6 +81,7 @@ impl RowFeed {
             rows,
             published: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
+            spinning: AtomicUsize::new(0),
             state: Mutex::new(State::default()),
             cv: Condvar::new(),
         }
@@ -250,19 +253,29 @@ impl<'a> RowReader<'a> {
         if feed.published.load(Ordering::Acquire) >= rows {
             return Some(feed.bytes(rows));
         }
-        // The next batch of rows is usually a fraction of a millisecond away: wait for it on
-        // this core rather than sleep, so the thread is not woken up elsewhere (or queued
-        // behind another process on the producer's core).
-        let start = std::time::Instant::now();
-        while start.elapsed() < SPIN {
-            // Yielding rather than spinning hard: should the producer share this core, it runs.
-            std::thread::yield_now();
-            if feed.published.load(Ordering::Acquire) >= rows {
+        // The next batch of rows is usually a fraction of a millisecond away: one reader at a
+        // time waits for it on its core rather than sleep, so that it is not woken up
+        // elsewhere (or queued behind another process on the producer's core); the others
+        // sleep at once, so a wide pool does not burn its cores while the decode is the
+        // bottleneck.
+        if feed.spinning.fetch_add(1, Ordering::AcqRel) == 0 {
+            let start = std::time::Instant::now();
+            let mut got = false;
+            while start.elapsed() < SPIN {
+                // Yielding rather than spinning hard: should the producer share this core, it
+                // runs.
+                std::thread::yield_now();
+                got = feed.published.load(Ordering::Acquire) >= rows;
+                if got || feed.closed.load(Ordering::Acquire) {
+                    break; // closed: the locked check below gives the answer
+                }
+            }
+            feed.spinning.fetch_sub(1, Ordering::AcqRel);
+            if got {
                 return Some(feed.bytes(rows));
             }
-            if feed.closed.load(Ordering::Acquire) {
-                break; // the locked check below gives the answer
-            }
+        } else {
+            feed.spinning.fetch_sub(1, Ordering::AcqRel);
         }
         let mut st = feed.lock();
         while st.published < rows {
