@@ -111,6 +111,9 @@ pub struct AxisCoeffs {
     pub start: Vec<usize>,
     pub len: Vec<usize>,
     pub weights: Vec<i32>,
+    /// Every weight fits an i16 (aten's tables): one 16-bit multiply-add takes two taps.
+    /// Otherwise (Pillow's 22-bit weights) the SIMD kernels split each weight in two.
+    pub narrow: bool,
 }
 
 impl AxisCoeffs {
@@ -144,7 +147,8 @@ impl AxisCoeffs {
                 // C's `(int)(v ± 0.5)`: round half away from zero, truncating toward zero.
                 (if v < 0.0 { v - 0.5 } else { v + 0.5 }) as i32
             })
-            .collect();
+            .collect::<Vec<i32>>();
+        let narrow = weights.iter().all(|&w| i16::try_from(w).is_ok());
         Ok(Self {
             in_size,
             out_size,
@@ -153,6 +157,7 @@ impl AxisCoeffs {
             start,
             len,
             weights,
+            narrow,
         })
     }
 

@@ -268,8 +268,161 @@ fn vertical_row_portable(
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
+    //! Two kernels per pass. Tables whose weights all fit i16 (aten's) take two taps per
+    //! 16-bit multiply-add (`pmaddwd`): the bytes of two taps interleaved into i16 pairs times
+    //! the pair of their weights. Pillow's 22-bit weights take one 32-bit multiply (`pmulld`)
+    //! per tap (splitting them for `pmaddwd` measured slower). Every product and sum is exact,
+    //! and i32 additions wrap as the references' do, so both give the portable kernels' bits.
     use super::{AxisCoeffs, BAND, LANES, SLOT};
     use std::arch::x86_64::*;
+
+    /// Weights `w0` (low i16) and `w1` (high i16) of one i32 lane (both fit i16).
+    #[inline(always)]
+    fn pair(w0: i32, w1: i32) -> i32 {
+        (w0 & 0xFFFF) | (w1 << 16)
+    }
+
+    /// The bytes of `a` and `b` as i16 pairs `(a[i], b[i])`, four i32 lanes per vector: lanes
+    /// `0..4 | 16..20`, `4..8 | 20..24`, `8..12 | 24..28`, `12..16 | 28..32`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn pairs256(a: __m256i, b: __m256i) -> [__m256i; 4] {
+        let zero = _mm256_setzero_si256();
+        let lo = _mm256_unpacklo_epi8(a, b);
+        let hi = _mm256_unpackhi_epi8(a, b);
+        [
+            _mm256_unpacklo_epi8(lo, zero),
+            _mm256_unpackhi_epi8(lo, zero),
+            _mm256_unpacklo_epi8(hi, zero),
+            _mm256_unpackhi_epi8(hi, zero),
+        ]
+    }
+
+    /// [`pairs256`] on 16 bytes: lanes `0..4`, `4..8`, `8..12`, `12..16`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn pairs128(a: __m128i, b: __m128i) -> [__m128i; 4] {
+        let zero = _mm_setzero_si128();
+        let lo = _mm_unpacklo_epi8(a, b);
+        let hi = _mm_unpackhi_epi8(a, b);
+        [
+            _mm_unpacklo_epi8(lo, zero),
+            _mm_unpackhi_epi8(lo, zero),
+            _mm_unpacklo_epi8(hi, zero),
+            _mm_unpackhi_epi8(hi, zero),
+        ]
+    }
+
+    /// `bias + sum(w * byte)` over i16 `taps` for 32 lanes, `at(k)` pointing at tap `k`'s 32
+    /// bytes, shifted right by `shift` and clamped to u8, in lane order. (`at` only computes
+    /// addresses; the loads stay in this AVX2 function.)
+    ///
+    /// # Safety
+    /// AVX2 must be available; `at(k)` must point at 32 readable bytes for every tap `k`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn narrow32(
+        taps: &[i32],
+        bias: i32,
+        shift: __m128i,
+        at: impl Fn(usize) -> *const u8,
+    ) -> __m256i {
+        let mut acc = [_mm256_set1_epi32(bias); 4];
+        let n = taps.len();
+        for k in (0..n).step_by(2) {
+            // An odd last tap pairs with itself under a zero weight.
+            let (k1, w1) = if k + 1 < n {
+                (k + 1, taps[k + 1])
+            } else {
+                (k, 0)
+            };
+            // SAFETY: the caller's contract: 32 readable bytes at `at(k)` and `at(k1)`.
+            let (a, b) = unsafe {
+                (
+                    _mm256_loadu_si256(at(k).cast()),
+                    _mm256_loadu_si256(at(k1).cast()),
+                )
+            };
+            let x = pairs256(a, b);
+            let m = _mm256_set1_epi32(pair(taps[k], w1));
+            for i in 0..4 {
+                acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(x[i], m));
+            }
+        }
+        let out = acc.map(|v| _mm256_sra_epi32(v, shift));
+        _mm256_packus_epi16(
+            _mm256_packs_epi32(out[0], out[1]),
+            _mm256_packs_epi32(out[2], out[3]),
+        )
+    }
+
+    /// [`narrow32`] for 16 lanes.
+    ///
+    /// # Safety
+    /// AVX2 must be available; `at(k)` must point at 16 readable bytes for every tap `k`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn narrow16(
+        taps: &[i32],
+        bias: i32,
+        shift: __m128i,
+        at: impl Fn(usize) -> *const u8,
+    ) -> __m128i {
+        let mut acc = [_mm_set1_epi32(bias); 4];
+        let n = taps.len();
+        for k in (0..n).step_by(2) {
+            let (k1, w1) = if k + 1 < n {
+                (k + 1, taps[k + 1])
+            } else {
+                (k, 0)
+            };
+            // SAFETY: the caller's contract: 16 readable bytes at `at(k)` and `at(k1)`.
+            let (a, b) = unsafe {
+                (
+                    _mm_loadu_si128(at(k).cast()),
+                    _mm_loadu_si128(at(k1).cast()),
+                )
+            };
+            let x = pairs128(a, b);
+            let m = _mm_set1_epi32(pair(taps[k], w1));
+            for i in 0..4 {
+                acc[i] = _mm_add_epi32(acc[i], _mm_madd_epi16(x[i], m));
+            }
+        }
+        let out = acc.map(|v| _mm_sra_epi32(v, shift));
+        _mm_packus_epi16(
+            _mm_packs_epi32(out[0], out[1]),
+            _mm_packs_epi32(out[2], out[3]),
+        )
+    }
+
+    /// Output column `xo`'s 48 lanes (16 rows of RGB) into `tmp`, from the column-major
+    /// scratch, for a table whose weights fit i16.
+    ///
+    /// # Safety
+    /// AVX2 must be available; `scratch` holds the slots of every tap of `xo` (64 bytes each).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn narrow_column(
+        scratch: &[u8],
+        c: &AxisCoeffs,
+        xo: usize,
+        shift: __m128i,
+        tmp: &mut [u8; 64],
+    ) {
+        let taps = c.taps(xo);
+        assert!((c.start[xo] + taps.len()) * SLOT <= scratch.len());
+        let bias = 1 << (c.precision - 1);
+        // SAFETY: slot `start + k` (64 bytes, inside `scratch`: asserted) holds tap `k`'s lanes,
+        // bytes 0..32 and 32..48 of it; `tmp` has room for 48 bytes.
+        unsafe {
+            let p = scratch.as_ptr().add(c.start[xo] * SLOT);
+            let head = narrow32(taps, bias, shift, |k| p.add(k * SLOT));
+            let tail = narrow16(taps, bias, shift, |k| p.add(k * SLOT + 32));
+            _mm256_storeu_si256(tmp.as_mut_ptr().cast(), head);
+            _mm_storeu_si128(tmp.as_mut_ptr().add(32).cast(), tail);
+        }
+    }
 
     /// Clamp eight pairs of i32 vectors to u8 in order: `(a, b)` -> 16 bytes of `a` then `b`...
     /// Returns 32 bytes: `a[0..8] b[0..8] c[0..8] d[0..8]`.
@@ -296,6 +449,50 @@ mod avx2 {
         unsafe { _mm256_cvtepu8_epi32(_mm_loadl_epi64(p.cast())) }
     }
 
+    /// Output column `xo`'s 48 lanes into `tmp`, one 32-bit multiply per tap (any weights).
+    ///
+    /// # Safety
+    /// AVX2 must be available; `scratch` holds the slots of every tap of `xo` (64 bytes each).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn wide_column(
+        scratch: &[u8],
+        c: &AxisCoeffs,
+        xo: usize,
+        bias: __m256i,
+        shift: __m128i,
+        tmp: &mut [u8; 64],
+    ) {
+        // SAFETY: every slot read (48 bytes of 64) lies inside `scratch` (asserted), and `tmp`
+        // holds the 64 bytes written.
+        unsafe {
+            let taps = c.taps(xo);
+            assert!((c.start[xo] + taps.len()) * SLOT <= scratch.len());
+            let mut p = scratch.as_ptr().add(c.start[xo] * SLOT);
+            let (mut a0, mut a1, mut a2, mut a3, mut a4, mut a5) =
+                (bias, bias, bias, bias, bias, bias);
+            for &w in taps {
+                let w = _mm256_set1_epi32(w);
+                a0 = _mm256_add_epi32(a0, _mm256_mullo_epi32(widen8(p), w));
+                a1 = _mm256_add_epi32(a1, _mm256_mullo_epi32(widen8(p.add(8)), w));
+                a2 = _mm256_add_epi32(a2, _mm256_mullo_epi32(widen8(p.add(16)), w));
+                a3 = _mm256_add_epi32(a3, _mm256_mullo_epi32(widen8(p.add(24)), w));
+                a4 = _mm256_add_epi32(a4, _mm256_mullo_epi32(widen8(p.add(32)), w));
+                a5 = _mm256_add_epi32(a5, _mm256_mullo_epi32(widen8(p.add(40)), w));
+                p = p.add(SLOT);
+            }
+            let lo = pack4(
+                sra(a0, shift),
+                sra(a1, shift),
+                sra(a2, shift),
+                sra(a3, shift),
+            );
+            let hi = pack4(sra(a4, shift), sra(a5, shift), bias, bias);
+            _mm256_storeu_si256(tmp.as_mut_ptr().cast(), lo);
+            _mm256_storeu_si256(tmp.as_mut_ptr().add(32).cast(), hi);
+        }
+    }
+
     /// One band of the horizontal pass from the column-major scratch.
     ///
     /// # Safety
@@ -312,30 +509,11 @@ mod avx2 {
             let shift = _mm_cvtsi32_si128(c.precision as i32);
             let mut tmp = [0u8; 64];
             for xo in 0..c.out_size {
-                let taps = c.taps(xo);
-                assert!(c.start[xo] + taps.len() <= c.in_size);
-                let mut p = scratch.as_ptr().add(c.start[xo] * SLOT);
-                let (mut a0, mut a1, mut a2, mut a3, mut a4, mut a5) =
-                    (bias, bias, bias, bias, bias, bias);
-                for &w in taps {
-                    let w = _mm256_set1_epi32(w);
-                    a0 = _mm256_add_epi32(a0, _mm256_mullo_epi32(widen8(p), w));
-                    a1 = _mm256_add_epi32(a1, _mm256_mullo_epi32(widen8(p.add(8)), w));
-                    a2 = _mm256_add_epi32(a2, _mm256_mullo_epi32(widen8(p.add(16)), w));
-                    a3 = _mm256_add_epi32(a3, _mm256_mullo_epi32(widen8(p.add(24)), w));
-                    a4 = _mm256_add_epi32(a4, _mm256_mullo_epi32(widen8(p.add(32)), w));
-                    a5 = _mm256_add_epi32(a5, _mm256_mullo_epi32(widen8(p.add(40)), w));
-                    p = p.add(SLOT);
+                if c.narrow {
+                    narrow_column(scratch, c, xo, shift, &mut tmp);
+                } else {
+                    wide_column(scratch, c, xo, bias, shift, &mut tmp);
                 }
-                let lo = pack4(
-                    sra(a0, shift),
-                    sra(a1, shift),
-                    sra(a2, shift),
-                    sra(a3, shift),
-                );
-                let hi = pack4(sra(a4, shift), sra(a5, shift), bias, bias);
-                _mm256_storeu_si256(tmp.as_mut_ptr().cast(), lo);
-                _mm256_storeu_si256(tmp.as_mut_ptr().add(32).cast(), hi);
                 if xo + 1 < c.out_size {
                     // Four-byte stores: the fourth byte is the next pixel's, written right after.
                     let dst = band.as_mut_ptr().add(xo * 3);
@@ -353,12 +531,41 @@ mod avx2 {
         }
     }
 
-    /// The first `64 * k` bytes of one output row of the vertical pass; returns how many.
+    /// The first `32 * k` bytes of one output row of the vertical pass; returns how many.
     ///
     /// # Safety
     /// AVX2 must be available; every line is at least `dst.len()` bytes.
     #[target_feature(enable = "avx2")]
     pub unsafe fn vertical_row(
+        lines: &[&[u8]],
+        taps: &[i32],
+        precision: u32,
+        dst: &mut [u8],
+    ) -> usize {
+        assert!(lines.len() == taps.len() && lines.iter().all(|l| l.len() >= dst.len()));
+        // SAFETY: AVX2 is available (caller's contract); every line holds `dst.len()` bytes.
+        unsafe {
+            if !taps.iter().all(|&w| i16::try_from(w).is_ok()) {
+                return vertical_row_wide(lines, taps, precision, dst);
+            }
+            let bias = 1 << (precision - 1);
+            let shift = _mm_cvtsi32_si128(precision as i32);
+            let mut j = 0;
+            while j + 32 <= dst.len() {
+                let out = narrow32(taps, bias, shift, |k| lines[k].as_ptr().add(j));
+                _mm256_storeu_si256(dst.as_mut_ptr().add(j).cast(), out);
+                j += 32;
+            }
+            j
+        }
+    }
+
+    /// [`vertical_row`] with one 32-bit multiply per tap, 64 bytes at a time.
+    ///
+    /// # Safety
+    /// AVX2 must be available; every line is at least `dst.len()` bytes.
+    #[target_feature(enable = "avx2")]
+    unsafe fn vertical_row_wide(
         lines: &[&[u8]],
         taps: &[i32],
         precision: u32,
@@ -421,6 +628,7 @@ mod tests {
             (100, 37),
             (129, 70),
             (300, 91),
+            (1000, 301),
         ];
         for (k, &(w, h)) in sizes.iter().enumerate() {
             let img = noise(w * h * 3, k as u64);
@@ -429,20 +637,34 @@ mod tests {
                 (1, 1),
                 (w * 2 + 1, h * 3 + 2),
                 ((w / 3).max(1), (h / 2).max(1)),
+                ((w / 9).max(1), (h / 7).max(1)),
+                (w + 3, h + 1),
             ] {
-                for f in [Filter::PilLanczos, Filter::PilBicubic, Filter::Triangle] {
-                    let hc = AxisCoeffs::pil(f, w, ow).unwrap();
+                // Pillow's 22-bit weights (split in the SIMD kernels) and aten's i16 ones, odd
+                // and even tap counts, on both passes.
+                type Table = fn(usize, usize) -> crate::error::Result<AxisCoeffs>;
+                let tables: [(&str, Table); 5] = [
+                    ("pil lanczos", |i, o| {
+                        AxisCoeffs::pil(Filter::PilLanczos, i, o)
+                    }),
+                    ("pil bicubic", |i, o| {
+                        AxisCoeffs::pil(Filter::PilBicubic, i, o)
+                    }),
+                    ("pil bilinear", |i, o| {
+                        AxisCoeffs::pil(Filter::Triangle, i, o)
+                    }),
+                    ("aten bicubic", AxisCoeffs::aten_bicubic),
+                    ("aten bilinear", AxisCoeffs::aten_bilinear),
+                ];
+                for (name, table) in tables {
+                    let hc = table(w, ow).unwrap();
                     let a = horizontal(src, &hc, &Par::new(2), Kernel::Auto);
                     let b = horizontal(src, &hc, &Par::inline(), Kernel::Portable);
-                    assert_eq!(a, b, "horizontal {w}x{h} -> {ow}");
-                    let vc = if f == Filter::Triangle {
-                        AxisCoeffs::aten_bilinear(h, oh).unwrap()
-                    } else {
-                        AxisCoeffs::aten_bicubic(h, oh).unwrap()
-                    };
+                    assert_eq!(a, b, "{name} horizontal {w}x{h} -> {ow}");
+                    let vc = table(h, oh).unwrap();
                     let a = vertical(src, &vc, &Par::new(3), Kernel::Auto);
                     let b = vertical(src, &vc, &Par::inline(), Kernel::Portable);
-                    assert_eq!(a, b, "vertical {w}x{h} -> {oh}");
+                    assert_eq!(a, b, "{name} vertical {w}x{h} -> {oh}");
                 }
             }
         }
