@@ -78,7 +78,8 @@ pub struct Composed<T> {
 /// Run `recipe` over `parts` of `image`, writing every sample through `enc` (one of
 /// [`Values`], [`Bf16Values`] or [`Codes`]). A writer that takes one part refuses more; a
 /// part that does not fit its writer (a tile or patch grid that does not divide it) is an
-/// [`KernelError::InvalidArgument`]; an output too large to allocate a [`KernelError::Limit`].
+/// [`KernelError::InvalidArgument`]; an output too large to allocate a [`KernelError::Limit`];
+/// a set cancel flag of `par` [`KernelError::Cancelled`] (never a partial output).
 pub fn compose<E: ComposeEncoder>(
     image: RgbView<'_>,
     parts: &[Part],
@@ -96,8 +97,11 @@ pub fn compose<E: ComposeEncoder>(
         Writer::PatchRows(p) => enc.patch_rows(one(&sources, recipe)?, p, par, spare, store)?,
         Writer::HwcPatches(ps) => hwc_patches::write(one(&sources, recipe)?, ps, enc, par, spare)?,
     }
-    // SAFETY: `len <= capacity` (reserved above), and the writer returned Ok, which means it
-    // wrote every one of the `len` elements (each writer's contract).
+    // A set cancel flag made the banded loops skip bands: the output is incomplete.
+    par.check()?;
+    // SAFETY: `len <= capacity` (reserved above), and the writer returned Ok with the cancel
+    // flag clear (it is never cleared once set, so no band was skipped), which means it wrote
+    // every one of the `len` elements (each writer's contract).
     unsafe { out.set_len(len) };
     Ok(Composed { data: out, shape })
 }
@@ -132,9 +136,7 @@ where
             .into_vec()
             .ok_or_else(|| KernelError::InvalidArgument("the decode left rows unwritten".into()))?;
         let parts = plan(w, h)?;
-        let out = compose(RgbView::new(w, h, &pixels)?, &parts, recipe, enc, par)?;
-        par.check()?;
-        return Ok(out);
+        return compose(RgbView::new(w, h, &pixels)?, &parts, recipe, enc, par);
     }
     match plan(w, h) {
         Ok(parts) => compose_fed(
