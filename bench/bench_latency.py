@@ -6,7 +6,9 @@ process; medians and ratios.
 Goals (issue #28): with 2 threads at most 1.15x Pillow's decode-only time for a 1080p JPEG and
 1.3x for a 12 MP one, for Qwen-VL (both resamplers), InternVL, Gemma 3 and Pixtral; the
 one-thread column is the no-regression check against an older build (run this file under each
-and compare the ratios, which the Pillow column normalises for machine load).
+and compare the ratios, which the Pillow column normalises for machine load). On a machine
+shared with other busy processes the second thread often finds no free core, and the
+two-thread column then drifts towards the one-thread one.
 
 Run: .venv/bin/python bench/bench_latency.py [--quick] [--sizes 1080p,12MP]
      [--families qwen_vl:pil,gemma3] [--json out.json]"""
