@@ -282,119 +282,86 @@ mod avx2 {
         (w0 & 0xFFFF) | (w1 << 16)
     }
 
-    /// The bytes of `a` and `b` as i16 pairs `(a[i], b[i])`, four i32 lanes per vector: lanes
-    /// `0..4 | 16..20`, `4..8 | 20..24`, `8..12 | 24..28`, `12..16 | 28..32`.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn pairs256(a: __m256i, b: __m256i) -> [__m256i; 4] {
-        let zero = _mm256_setzero_si256();
-        let lo = _mm256_unpacklo_epi8(a, b);
-        let hi = _mm256_unpackhi_epi8(a, b);
-        [
-            _mm256_unpacklo_epi8(lo, zero),
-            _mm256_unpackhi_epi8(lo, zero),
-            _mm256_unpacklo_epi8(hi, zero),
-            _mm256_unpackhi_epi8(hi, zero),
-        ]
-    }
-
-    /// [`pairs256`] on 16 bytes: lanes `0..4`, `4..8`, `8..12`, `12..16`.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn pairs128(a: __m128i, b: __m128i) -> [__m128i; 4] {
-        let zero = _mm_setzero_si128();
-        let lo = _mm_unpacklo_epi8(a, b);
-        let hi = _mm_unpackhi_epi8(a, b);
-        [
-            _mm_unpacklo_epi8(lo, zero),
-            _mm_unpackhi_epi8(lo, zero),
-            _mm_unpacklo_epi8(hi, zero),
-            _mm_unpackhi_epi8(hi, zero),
-        ]
-    }
-
-    /// `bias + sum(w * byte)` over i16 `taps` for 32 lanes, `at(k)` pointing at tap `k`'s 32
-    /// bytes, shifted right by `shift` and clamped to u8, in lane order. (`at` only computes
-    /// addresses; the loads stay in this AVX2 function.)
-    ///
-    /// # Safety
-    /// AVX2 must be available; `at(k)` must point at 32 readable bytes for every tap `k`.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    unsafe fn narrow32(
-        taps: &[i32],
-        bias: i32,
-        shift: __m128i,
-        at: impl Fn(usize) -> *const u8,
-    ) -> __m256i {
-        let mut acc = [_mm256_set1_epi32(bias); 4];
-        let n = taps.len();
-        for k in (0..n).step_by(2) {
-            // An odd last tap pairs with itself under a zero weight.
-            let (k1, w1) = if k + 1 < n {
-                (k + 1, taps[k + 1])
-            } else {
-                (k, 0)
-            };
-            // SAFETY: the caller's contract: 32 readable bytes at `at(k)` and `at(k1)`.
-            let (a, b) = unsafe {
-                (
-                    _mm256_loadu_si256(at(k).cast()),
-                    _mm256_loadu_si256(at(k1).cast()),
-                )
-            };
-            let x = pairs256(a, b);
-            let m = _mm256_set1_epi32(pair(taps[k], w1));
-            for i in 0..4 {
-                acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(x[i], m));
+    /// `bias + sum(w * byte)` over i16 `taps` for the lanes of one vector (32 or 16 bytes),
+    /// `at(k)` pointing at tap `k`'s bytes, shifted right by `shift` and clamped to u8, in lane
+    /// order; the same body at both widths, with that width's intrinsics. (`at` only computes
+    /// addresses; the loads stay in the AVX2 function.) The bytes of two taps become i16 pairs
+    /// `(a[i], b[i])`, four i32 lanes per vector (lanes `0..4 | 16..20`, `4..8 | 20..24`,
+    /// `8..12 | 24..28`, `12..16 | 28..32` at 32 bytes), and saturating packs put them back in
+    /// order.
+    macro_rules! narrow_lanes {
+        ($name:ident, $v:ty, $load:ident, $set1:ident, $zero:ident,
+         $unpacklo:ident, $unpackhi:ident, $madd:ident, $add:ident, $sra:ident, $packs:ident,
+         $packus:ident) => {
+            /// # Safety
+            /// AVX2 must be available; `at(k)` must point at this width's readable bytes for
+            /// every tap `k`.
+            #[inline]
+            #[target_feature(enable = "avx2")]
+            unsafe fn $name(
+                taps: &[i32],
+                bias: i32,
+                shift: __m128i,
+                at: impl Fn(usize) -> *const u8,
+            ) -> $v {
+                let zero = $zero();
+                let mut acc = [$set1(bias); 4];
+                let n = taps.len();
+                for k in (0..n).step_by(2) {
+                    // An odd last tap pairs with itself under a zero weight.
+                    let (k1, w1) = if k + 1 < n {
+                        (k + 1, taps[k + 1])
+                    } else {
+                        (k, 0)
+                    };
+                    // SAFETY: the caller's contract: readable bytes at `at(k)` and `at(k1)`.
+                    let (a, b) = unsafe { ($load(at(k).cast()), $load(at(k1).cast())) };
+                    let (lo, hi) = ($unpacklo(a, b), $unpackhi(a, b));
+                    let x = [
+                        $unpacklo(lo, zero),
+                        $unpackhi(lo, zero),
+                        $unpacklo(hi, zero),
+                        $unpackhi(hi, zero),
+                    ];
+                    let m = $set1(pair(taps[k], w1));
+                    for i in 0..4 {
+                        acc[i] = $add(acc[i], $madd(x[i], m));
+                    }
+                }
+                let out = acc.map(|v| $sra(v, shift));
+                $packus($packs(out[0], out[1]), $packs(out[2], out[3]))
             }
-        }
-        let out = acc.map(|v| _mm256_sra_epi32(v, shift));
-        _mm256_packus_epi16(
-            _mm256_packs_epi32(out[0], out[1]),
-            _mm256_packs_epi32(out[2], out[3]),
-        )
+        };
     }
 
-    /// [`narrow32`] for 16 lanes.
-    ///
-    /// # Safety
-    /// AVX2 must be available; `at(k)` must point at 16 readable bytes for every tap `k`.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    unsafe fn narrow16(
-        taps: &[i32],
-        bias: i32,
-        shift: __m128i,
-        at: impl Fn(usize) -> *const u8,
-    ) -> __m128i {
-        let mut acc = [_mm_set1_epi32(bias); 4];
-        let n = taps.len();
-        for k in (0..n).step_by(2) {
-            let (k1, w1) = if k + 1 < n {
-                (k + 1, taps[k + 1])
-            } else {
-                (k, 0)
-            };
-            // SAFETY: the caller's contract: 16 readable bytes at `at(k)` and `at(k1)`.
-            let (a, b) = unsafe {
-                (
-                    _mm_loadu_si128(at(k).cast()),
-                    _mm_loadu_si128(at(k1).cast()),
-                )
-            };
-            let x = pairs128(a, b);
-            let m = _mm_set1_epi32(pair(taps[k], w1));
-            for i in 0..4 {
-                acc[i] = _mm_add_epi32(acc[i], _mm_madd_epi16(x[i], m));
-            }
-        }
-        let out = acc.map(|v| _mm_sra_epi32(v, shift));
-        _mm_packus_epi16(
-            _mm_packs_epi32(out[0], out[1]),
-            _mm_packs_epi32(out[2], out[3]),
-        )
-    }
+    narrow_lanes!(
+        narrow32,
+        __m256i,
+        _mm256_loadu_si256,
+        _mm256_set1_epi32,
+        _mm256_setzero_si256,
+        _mm256_unpacklo_epi8,
+        _mm256_unpackhi_epi8,
+        _mm256_madd_epi16,
+        _mm256_add_epi32,
+        _mm256_sra_epi32,
+        _mm256_packs_epi32,
+        _mm256_packus_epi16
+    );
+    narrow_lanes!(
+        narrow16,
+        __m128i,
+        _mm_loadu_si128,
+        _mm_set1_epi32,
+        _mm_setzero_si128,
+        _mm_unpacklo_epi8,
+        _mm_unpackhi_epi8,
+        _mm_madd_epi16,
+        _mm_add_epi32,
+        _mm_sra_epi32,
+        _mm_packs_epi32,
+        _mm_packus_epi16
+    );
 
     /// Output column `xo`'s 48 lanes (16 rows of RGB) into `tmp`, from the column-major
     /// scratch, for a table whose weights fit i16.
