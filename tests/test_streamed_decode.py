@@ -44,6 +44,9 @@ SPECS: dict[str, dict[str, Any]] = {
     "gemma3 pan and scan": {"family": "gemma3", "params": {"size": 224, **PAS}},
     "pixtral aten_u8": {"family": "pixtral", "params": {"resample": "aten_u8"}},
     "gemma4": {"family": "gemma4", "params": {"max_soft_tokens": 280}},
+    "glm4v pil": {"family": "glm4v", "params": {"resample": "pil"}},
+    "kimi pil (a canvas)": {"family": "kimi", "params": {"resample": "pil"}},
+    "kimi aten_u8": {"family": "kimi", "params": {"resample": "aten_u8"}},
     "inkling": {"family": "inkling"},
     "deepseek_v41": {"family": "deepseek_v41"},
 }
