@@ -23,8 +23,8 @@ mod webp;
 use crate::error::{KernelError, Result};
 use crate::feed::{RowFeed, RowWriter};
 use crate::image::RgbImage;
-pub use mode::{source_mode, SourceMode};
 use crate::par::Par;
+pub use mode::{source_mode, SourceMode};
 
 /// How an alpha band or a transparency entry is turned into RGB.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
