@@ -131,7 +131,7 @@ def clip_from_record(record: Mapping[str, Any]) -> bytes:
 
 #: The call transformers 5.x's ``BaseVideoProcessor.fetch_videos`` makes, whose ``backend`` it
 #: hard-codes (torchcodec, or torchvision < 0.26): `hf_reads_with_pyav` replaces it.
-HF_FETCH_CALL = (
+_HF_FETCH_CALL = (
     "load_video(video_url_or_urls, backend=backend, sample_indices_fn=sample_indices_fn)"
 )
 
@@ -146,7 +146,7 @@ def hf_reads_with_pyav(video_processor: Any) -> None:
     from transformers.video_utils import load_video
 
     source = inspect.getsource(BaseVideoProcessor.fetch_videos)
-    assert HF_FETCH_CALL in source and 'backend = "torchcodec"' in source, source
+    assert _HF_FETCH_CALL in source and 'backend = "torchcodec"' in source, source
 
     def fetch_videos(video_url_or_urls: Any, sample_indices_fn: Any = None) -> Any:
         if isinstance(video_url_or_urls, list):
@@ -160,7 +160,6 @@ def hf_reads_with_pyav(video_processor: Any) -> None:
 
 
 __all__ = [
-    "HF_FETCH_CALL",
     "clip_frames",
     "clip_from_record",
     "clip_record",
