@@ -9,8 +9,8 @@
 //!
 //! The arithmetic is exactly the references': `bias + sum(weight * byte)` in i32 (wrapping, as
 //! the two's-complement C does), arithmetic shift right by the precision, clamp to 0..=255. It is
-//! written once portably and once with AVX2 intrinsics (picked at run time on x86-64); a unit test
-//! holds the two bit-identical.
+//! written once portably, once with AVX2 intrinsics and once with AVX-512 ones (the widest the
+//! CPU runs is picked at run time on x86-64); a unit test holds all three bit-identical.
 
 use super::coeffs::AxisCoeffs;
 use crate::par::Par;
@@ -62,15 +62,33 @@ pub enum Kernel {
     /// Plain Rust, for every target: the reference the tests hold the SIMD versions to.
     #[cfg_attr(not(test), allow(dead_code))]
     Portable,
+    /// The AVX2 kernels even where AVX-512 runs, so that tests hold both widths to the
+    /// portable one (plain Rust where the CPU lacks AVX2).
+    #[cfg_attr(not(test), allow(dead_code))]
+    Avx2,
+}
+
+/// The vector width a kernel runs at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Simd {
+    None,
+    Avx2,
+    Avx512,
 }
 
 impl Kernel {
-    fn avx2(self) -> bool {
+    fn simd(self) -> Simd {
         #[cfg(target_arch = "x86_64")]
-        if self == Self::Auto {
-            return std::arch::is_x86_feature_detected!("avx2");
+        {
+            use std::arch::is_x86_feature_detected as has;
+            if self == Self::Auto && has!("avx512f") && has!("avx512bw") && has!("avx512vbmi") {
+                return Simd::Avx512;
+            }
+            if self != Self::Portable && has!("avx2") {
+                return Simd::Avx2;
+            }
         }
-        false
+        Simd::None
     }
 }
 
@@ -110,18 +128,26 @@ pub fn horizontal_rows(
     );
     let row_bytes = c.out_size * 3;
     scratch.resize(src.w * SLOT + SLOT, 0);
-    let avx2 = kernel.avx2();
+    let simd = kernel.simd();
     for (b, band) in out.chunks_mut(row_bytes * BAND).enumerate() {
         let n = band.len() / row_bytes;
         transpose_band(src, first + b * BAND, n, scratch);
         #[cfg(target_arch = "x86_64")]
-        if avx2 {
-            // SAFETY: AVX2 is available (checked by `Kernel::avx2`); the scratch holds `src.w`
-            // slots and every window of `c` lies within `0..src.w`.
-            unsafe { avx2::horizontal_band(scratch, c, band, n) };
-            continue;
+        match simd {
+            Simd::Avx512 => {
+                // SAFETY: the CPU runs the kernel's instructions (checked by `Kernel::simd`);
+                // the scratch holds `src.w` slots and every window of `c` lies in `0..src.w`.
+                unsafe { avx512::horizontal_band(scratch, c, band, n) };
+                continue;
+            }
+            Simd::Avx2 => {
+                // SAFETY: as for AVX-512 just above.
+                unsafe { avx2::horizontal_band(scratch, c, band, n) };
+                continue;
+            }
+            Simd::None => {}
         }
-        let _ = avx2;
+        let _ = simd;
         horizontal_band_portable(scratch, c, band, n);
     }
 }
@@ -136,32 +162,36 @@ pub fn vertical_rows(
     kernel: Kernel,
 ) {
     let row_bytes = src.w * 3;
-    let avx2 = kernel.avx2();
+    let simd = kernel.simd();
     let mut lines: Vec<&[u8]> = Vec::new();
     for (r, dst) in out.chunks_exact_mut(row_bytes).enumerate() {
         let yo = first + r;
         let taps = c.taps(yo);
         lines.clear();
         lines.extend((0..taps.len()).map(|k| src.row(c.start[yo] + k)));
-        let done = vertical_row_simd(avx2, &lines, taps, c.precision, dst);
+        let done = vertical_row_simd(simd, &lines, taps, c.precision, dst);
         vertical_row_portable(&lines, taps, c.precision, dst, done);
     }
 }
 
 /// The part of an output row of the vertical pass the SIMD kernel covers; returns its length.
 fn vertical_row_simd(
-    avx2: bool,
+    simd: Simd,
     lines: &[&[u8]],
     taps: &[i32],
     precision: u32,
     dst: &mut [u8],
 ) -> usize {
     #[cfg(target_arch = "x86_64")]
-    if avx2 {
-        // SAFETY: AVX2 is available (checked by `Kernel::avx2`); every line is as long as `dst`.
-        return unsafe { avx2::vertical_row(lines, taps, precision, dst) };
+    match simd {
+        // SAFETY: the CPU runs the kernel's instructions (checked by `Kernel::simd`); every
+        // line is as long as `dst`.
+        Simd::Avx512 => return unsafe { avx512::vertical_row(lines, taps, precision, dst) },
+        // SAFETY: as for AVX-512 just above.
+        Simd::Avx2 => return unsafe { avx2::vertical_row(lines, taps, precision, dst) },
+        Simd::None => {}
     }
-    let _ = (avx2, lines, taps, precision, dst);
+    let _ = (simd, lines, taps, precision, dst);
     0
 }
 
@@ -278,7 +308,7 @@ mod avx2 {
 
     /// Weights `w0` (low i16) and `w1` (high i16) of one i32 lane (both fit i16).
     #[inline(always)]
-    fn pair(w0: i32, w1: i32) -> i32 {
+    pub(super) fn pair(w0: i32, w1: i32) -> i32 {
         (w0 & 0xFFFF) | (w1 << 16)
     }
 
@@ -290,15 +320,15 @@ mod avx2 {
     /// `8..12 | 24..28`, `12..16 | 28..32` at 32 bytes), and saturating packs put them back in
     /// order.
     macro_rules! narrow_lanes {
-        ($name:ident, $v:ty, $load:ident, $set1:ident, $zero:ident,
+        ($feature:literal, $name:ident, $v:ty, $load:ident, $set1:ident, $zero:ident,
          $unpacklo:ident, $unpackhi:ident, $madd:ident, $add:ident, $sra:ident, $packs:ident,
          $packus:ident) => {
             /// # Safety
-            /// AVX2 must be available; `at(k)` must point at this width's readable bytes for
-            /// every tap `k`.
+            /// The CPU must run the width's instructions; `at(k)` must point at this width's readable bytes
+            /// for every tap `k`.
             #[inline]
-            #[target_feature(enable = "avx2")]
-            unsafe fn $name(
+            #[target_feature(enable = $feature)]
+            pub(super) unsafe fn $name(
                 taps: &[i32],
                 bias: i32,
                 shift: __m128i,
@@ -334,7 +364,10 @@ mod avx2 {
         };
     }
 
+    pub(super) use narrow_lanes;
+
     narrow_lanes!(
+        "avx2",
         narrow32,
         __m256i,
         _mm256_loadu_si256,
@@ -349,6 +382,7 @@ mod avx2 {
         _mm256_packus_epi16
     );
     narrow_lanes!(
+        "avx2",
         narrow16,
         __m128i,
         _mm_loadu_si128,
@@ -579,6 +613,255 @@ mod avx2 {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    //! The AVX2 kernels at twice the width: a horizontal column's 48 lanes are one vector,
+    //! and the vertical pass takes 64 bytes a step. Same arithmetic, same bits.
+    use super::avx2::{narrow_lanes, pair};
+    use super::{AxisCoeffs, BAND, LANES, SLOT};
+    use std::arch::x86_64::*;
+
+    narrow_lanes!(
+        "avx512f,avx512bw",
+        narrow64,
+        __m512i,
+        _mm512_loadu_si512,
+        _mm512_set1_epi32,
+        _mm512_setzero_si512,
+        _mm512_unpacklo_epi8,
+        _mm512_unpackhi_epi8,
+        _mm512_madd_epi16,
+        _mm512_add_epi32,
+        _mm512_sra_epi32,
+        _mm512_packs_epi32,
+        _mm512_packus_epi16
+    );
+
+    /// Sixteen i32 lanes shifted right by `shift` and clamped to u8, in order.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    fn clip16(v: __m512i, shift: __m128i) -> __m128i {
+        // Negative lanes to 0 first: the unsigned narrowing saturates the rest at 255.
+        _mm512_cvtusepi32_epi8(_mm512_max_epi32(
+            _mm512_sra_epi32(v, shift),
+            _mm512_setzero_si512(),
+        ))
+    }
+
+    /// `bias + sum(w * byte)` over any i32 `taps` for `16 * N` lanes, `at(k)` pointing at
+    /// tap `k`'s bytes, one 32-bit multiply per tap and 16 lanes; each group of 16 clamped to
+    /// u8 into `out`.
+    ///
+    /// # Safety
+    /// AVX-512 F and BW must be available; `16 * N` readable bytes at `at(k)` for every tap
+    /// `k`, and as many writable at `out`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn wide<const N: usize>(
+        taps: &[i32],
+        bias: __m512i,
+        shift: __m128i,
+        at: impl Fn(usize) -> *const u8,
+        out: *mut u8,
+    ) {
+        let mut acc = [bias; N];
+        for (k, &w) in taps.iter().enumerate() {
+            let w = _mm512_set1_epi32(w);
+            let p = at(k);
+            for (i, a) in acc.iter_mut().enumerate() {
+                // SAFETY: the caller's contract.
+                let bytes = unsafe { _mm_loadu_si128(p.add(16 * i).cast()) };
+                *a = _mm512_add_epi32(*a, _mm512_mullo_epi32(_mm512_cvtepu8_epi32(bytes), w));
+            }
+        }
+        for (i, a) in acc.into_iter().enumerate() {
+            // SAFETY: the caller's contract.
+            unsafe { _mm_storeu_si128(out.add(16 * i).cast(), clip16(a, shift)) };
+        }
+    }
+
+    /// Output column `xo` of `n` rows of `band` from `tmp` (row `r`'s RGB at `3 * r`).
+    /// Kept out of line: inlined into the AVX-512 kernel, its loop of four-byte stores is
+    /// turned into a scatter, several times slower.
+    #[inline(never)]
+    fn column_out(tmp: &[u8; 64], band: &mut [u8], row_bytes: usize, xo: usize, n: usize) {
+        assert!(n <= BAND && band.len() >= n * row_bytes && (xo + 1) * 3 <= row_bytes);
+        if (xo + 1) * 3 < row_bytes {
+            // Four-byte stores: the fourth byte is the next pixel's, written right after.
+            for r in 0..n {
+                let at = r * row_bytes + xo * 3;
+                // SAFETY: `at + 4 <= (r + 1) * row_bytes <= band.len()` as the pixel is not
+                // the row's last; `tmp` holds `r * 3 + 4 <= 64` bytes.
+                unsafe {
+                    let px = tmp.as_ptr().add(r * 3).cast::<u32>().read_unaligned();
+                    band.as_mut_ptr().add(at).cast::<u32>().write_unaligned(px);
+                }
+            }
+        } else {
+            for r in 0..n {
+                let at = r * row_bytes + xo * 3;
+                band[at..at + 3].copy_from_slice(&tmp[r * 3..r * 3 + 3]);
+            }
+        }
+    }
+
+    /// One band of the horizontal pass from the column-major scratch.
+    ///
+    /// # Safety
+    /// AVX-512 F, BW and VBMI must be available; `scratch` holds `c.in_size` slots of `SLOT`
+    /// bytes, and `band` holds `n <= BAND` output rows of `c.out_size * 3` bytes.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    pub unsafe fn horizontal_band(scratch: &[u8], c: &AxisCoeffs, band: &mut [u8], n: usize) {
+        const _: () = assert!(LANES == 48 && SLOT == 64);
+        let row_bytes = c.out_size * 3;
+        assert!(scratch.len() >= c.in_size * SLOT && n <= BAND && band.len() >= n * row_bytes);
+        let bias = 1 << (c.precision - 1);
+        let wide_bias = _mm512_set1_epi32(bias);
+        let shift = _mm_cvtsi32_si128(c.precision as i32);
+        let mut cols = [[0u8; 64]; GROUP];
+        for xo in 0..c.out_size {
+            let taps = c.taps(xo);
+            assert!((c.start[xo] + taps.len()) * SLOT <= scratch.len());
+            let tmp = &mut cols[xo % GROUP];
+            // SAFETY: slot `start + k` (64 bytes, inside `scratch`: asserted) holds tap `k`'s
+            // lanes; `tmp` holds 64 bytes.
+            unsafe {
+                let p = scratch.as_ptr().add(c.start[xo] * SLOT);
+                if c.narrow {
+                    let v = narrow64(taps, bias, shift, |k| p.add(k * SLOT));
+                    _mm512_storeu_si512(tmp.as_mut_ptr().cast(), v);
+                } else {
+                    wide::<3>(
+                        taps,
+                        wide_bias,
+                        shift,
+                        |k| p.add(k * SLOT),
+                        tmp.as_mut_ptr(),
+                    );
+                }
+            }
+            if xo % GROUP == GROUP - 1 {
+                let x0 = xo + 1 - GROUP;
+                if x0 * 3 + 16 <= row_bytes {
+                    // SAFETY: the CPU runs the group's instructions (this function's);
+                    // checked just above: the group's 16-byte stores stay in each row.
+                    unsafe { group_out(&cols, band, row_bytes, x0, n) };
+                } else {
+                    for (k, col) in cols.iter().enumerate() {
+                        column_out(col, band, row_bytes, x0 + k, n);
+                    }
+                }
+            }
+        }
+        let done = c.out_size / GROUP * GROUP;
+        for xo in done..c.out_size {
+            column_out(&cols[xo % GROUP], band, row_bytes, xo, n);
+        }
+    }
+
+    /// Output columns written together by [`group_out`].
+    const GROUP: usize = 4;
+
+    /// `vpermt2b` indices putting rows `q * 4..q * 4 + 4` in the four 16-byte lanes of a
+    /// vector, each lane the RGB of four columns: over columns 0 and 1 they place those two
+    /// (bytes 0..6 of each lane), and over columns 2 and 3 the same indices place those
+    /// (bytes 6..12); [`GROUP_HI`] blends the two.
+    const fn group_index(q: usize) -> [u8; 64] {
+        let mut idx = [0u8; 64];
+        let mut b = 0;
+        while b < 64 {
+            let (row, j) = (q * 4 + b / 16, b % 16);
+            if j < 12 {
+                let col = j / 3;
+                // Columns 0 and 2 are the permute's first table, 1 and 3 its second.
+                idx[b] = (3 * row + j % 3 + 64 * (col % 2)) as u8;
+            }
+            b += 1;
+        }
+        idx
+    }
+
+    const GROUP_INDEX: [[u8; 64]; 4] = [
+        group_index(0),
+        group_index(1),
+        group_index(2),
+        group_index(3),
+    ];
+    /// Bytes 6..12 of every 16-byte lane: columns 2 and 3.
+    const GROUP_HI: u64 = 0x0FC0_0FC0_0FC0_0FC0;
+
+    /// Columns `x0..x0 + 4` of `n` rows of `band`, each in `cols` as [`column_out`] takes it:
+    /// the four columns' bytes of each row gathered into one 16-byte store (12 bytes of
+    /// pixels, then 4 of the next pixel's, written right after).
+    ///
+    /// # Safety
+    /// AVX-512 F, BW and VBMI must be available; `x0 * 3 + 16 <= row_bytes` and `band` holds
+    /// `n <= BAND` rows of `row_bytes`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    unsafe fn group_out(
+        cols: &[[u8; 64]; GROUP],
+        band: &mut [u8],
+        row_bytes: usize,
+        x0: usize,
+        n: usize,
+    ) {
+        assert!(n <= BAND && band.len() >= n * row_bytes && x0 * 3 + 16 <= row_bytes);
+        // SAFETY: each column is 64 readable bytes.
+        let v = cols.map(|c| unsafe { _mm512_loadu_si512(c.as_ptr().cast()) });
+        for (q, idx) in GROUP_INDEX.iter().enumerate() {
+            if q * 4 >= n {
+                break;
+            }
+            // SAFETY: the index is 64 readable bytes.
+            let idx = unsafe { _mm512_loadu_si512(idx.as_ptr().cast()) };
+            let lo = _mm512_permutex2var_epi8(v[0], idx, v[1]);
+            let hi = _mm512_permutex2var_epi8(v[2], idx, v[3]);
+            let rows = _mm512_mask_blend_epi8(GROUP_HI, lo, hi);
+            let mut lanes = [0u8; 64];
+            // SAFETY: `lanes` holds 64 bytes.
+            unsafe { _mm512_storeu_si512(lanes.as_mut_ptr().cast(), rows) };
+            for (k, lane) in lanes.chunks_exact(16).enumerate().take(n - q * 4) {
+                let at = (q * 4 + k) * row_bytes + x0 * 3;
+                band[at..at + 16].copy_from_slice(lane);
+            }
+        }
+    }
+
+    /// The first `64 * k` bytes of one output row of the vertical pass; returns how many.
+    ///
+    /// # Safety
+    /// AVX-512 F and BW must be available; every line is at least `dst.len()` bytes.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub unsafe fn vertical_row(
+        lines: &[&[u8]],
+        taps: &[i32],
+        precision: u32,
+        dst: &mut [u8],
+    ) -> usize {
+        assert!(lines.len() == taps.len() && lines.iter().all(|l| l.len() >= dst.len()));
+        let bias = 1 << (precision - 1);
+        let shift = _mm_cvtsi32_si128(precision as i32);
+        let narrow = taps.iter().all(|&w| i16::try_from(w).is_ok());
+        let wide_bias = _mm512_set1_epi32(bias);
+        let mut j = 0;
+        while j + 64 <= dst.len() {
+            // SAFETY: bytes `j..j + 64` of every line and of `dst` exist (asserted above).
+            unsafe {
+                let out = dst.as_mut_ptr().add(j);
+                if narrow {
+                    let v = narrow64(taps, bias, shift, |k| lines[k].as_ptr().add(j));
+                    _mm512_storeu_si512(out.cast(), v);
+                } else {
+                    wide::<4>(taps, wide_bias, shift, |k| lines[k].as_ptr().add(j), out);
+                }
+            }
+            j += 64;
+        }
+        j
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -625,13 +908,15 @@ mod tests {
                 ];
                 for (name, table) in tables {
                     let hc = table(w, ow).unwrap();
-                    let a = horizontal(src, &hc, &Par::new(2), Kernel::Auto);
-                    let b = horizontal(src, &hc, &Par::inline(), Kernel::Portable);
-                    assert_eq!(a, b, "{name} horizontal {w}x{h} -> {ow}");
                     let vc = table(h, oh).unwrap();
-                    let a = vertical(src, &vc, &Par::new(3), Kernel::Auto);
-                    let b = vertical(src, &vc, &Par::inline(), Kernel::Portable);
-                    assert_eq!(a, b, "{name} vertical {w}x{h} -> {oh}");
+                    let hb = horizontal(src, &hc, &Par::inline(), Kernel::Portable);
+                    let vb = vertical(src, &vc, &Par::inline(), Kernel::Portable);
+                    for kernel in [Kernel::Auto, Kernel::Avx2] {
+                        let a = horizontal(src, &hc, &Par::new(2), kernel);
+                        assert_eq!(a, hb, "{name} {kernel:?} horizontal {w}x{h} -> {ow}");
+                        let a = vertical(src, &vc, &Par::new(3), kernel);
+                        assert_eq!(a, vb, "{name} {kernel:?} vertical {w}x{h} -> {oh}");
+                    }
                 }
             }
         }
