@@ -9,18 +9,6 @@ use super::alloc::{stream, Store};
 use super::simd::split_planes;
 use super::table::{Bf16Table, Table};
 
-/// How a run of pixels is spread over the output: channel `c`, copy `t` of a run of `n`
-/// pixels starts at `offset + (c * copies + t) * spacing` (copies are repeated frames).
-#[derive(Clone, Copy, Debug)]
-pub struct Scatter {
-    /// Copies of each channel's run (a still image's temporal repeat).
-    pub copies: usize,
-    /// Elements between the starts of consecutive copies (and channels).
-    pub spacing: usize,
-    /// Where the first copy of channel 0 starts.
-    pub offset: usize,
-}
-
 /// One sample of channel `c` to its output element, and the pad value of channel `c`.
 pub trait Encode: Sync {
     /// The output element: `f32` values, `u16` bfloat16 bits, or `u8` codes.
@@ -38,22 +26,6 @@ pub trait Encode: Sync {
         false
     }
 
-    /// Encode the interleaved RGB pixels `src` into `dst` as `s` says, every element of each
-    /// run written (and nothing else). Writers call this per patch line, into a row buffer or
-    /// straight into the output; [`Values`] overrides it with SIMD lanes.
-    #[inline]
-    fn scatter(&self, src: &[u8], dst: &mut [MaybeUninit<Self::Out>], s: Scatter) {
-        let n = src.len() / 3;
-        for c in 0..3 {
-            for t in 0..s.copies {
-                let at = s.offset + (c * s.copies + t) * s.spacing;
-                for (d, px) in dst[at..at + n].iter_mut().zip(src.chunks_exact(3)) {
-                    d.write(self.encode(c, px[c]));
-                }
-            }
-        }
-    }
-
     /// Encode interleaved RGB pixels `src` into interleaved `dst` (same length), every element
     /// written; [`Codes`] copies them.
     #[inline]
@@ -66,7 +38,8 @@ pub trait Encode: Sync {
     }
 
     /// Encode interleaved RGB pixels `src` into three planes (each `src.len() / 3` long),
-    /// every element written; [`Codes`] splits them with SIMD shuffles.
+    /// every element written. Writers call this a whole image row at a time; [`Values`]
+    /// computes with SIMD lanes and [`Codes`] splits with SIMD shuffles.
     #[inline]
     fn encode_planes(&self, src: &[u8], planes: [&mut [MaybeUninit<Self::Out>]; 3]) {
         let [p0, p1, p2] = planes;
@@ -78,11 +51,54 @@ pub trait Encode: Sync {
         }
     }
 
+    /// Whether [`Encode::encode_patch`] is faster than going through
+    /// [`Encode::encode_planes`] for patches of side `ps` on this CPU (writers then take it).
+    fn has_patch_kernel(&self, _ps: usize) -> bool {
+        false
+    }
+
+    /// Encode one square patch of side `ps`, line `py`'s interleaved RGB pixels at byte
+    /// `py * stride` of `src`, into `dst` as planes: channel `c`, copy `t`, line `py` at
+    /// `((c * copies + t) * ps + py) * ps`, every one of those elements written (and nothing
+    /// else). [`Values`] overrides it with SIMD lanes.
+    fn encode_patch(
+        &self,
+        src: &[u8],
+        stride: usize,
+        ps: usize,
+        copies: usize,
+        dst: &mut [MaybeUninit<Self::Out>],
+    ) {
+        patch_by_sample(self, src, stride, ps, copies, dst);
+    }
+
     /// Copy a finished run of output into place; [`Values`] streams it past the cache when
     /// the buffer is a reused, cold one.
     #[inline]
     fn store(dst: &mut [MaybeUninit<Self::Out>], src: &[Self::Out], _store: Store) {
         dst.write_copy_of_slice(src);
+    }
+}
+
+/// [`Encode::encode_patch`] a sample at a time.
+fn patch_by_sample<E: Encode + ?Sized>(
+    enc: &E,
+    src: &[u8],
+    stride: usize,
+    ps: usize,
+    copies: usize,
+    dst: &mut [MaybeUninit<E::Out>],
+) {
+    for py in 0..ps {
+        let line = &src[py * stride..py * stride + 3 * ps];
+        for (px, p) in line.chunks_exact(3).enumerate() {
+            for (c, &sample) in p.iter().enumerate() {
+                let v = enc.encode(c, sample);
+                for t in 0..copies {
+                    dst[((c * copies + t) * ps + py) * ps + px].write(v);
+                }
+            }
+        }
     }
 }
 
@@ -92,6 +108,38 @@ pub struct Values<'a>(pub &'a Table);
 
 impl Encode for Values<'_> {
     type Out = f32;
+
+    fn has_patch_kernel(&self, ps: usize) -> bool {
+        super::simd::has_patch_kernel(ps)
+    }
+
+    fn encode_patch(
+        &self,
+        src: &[u8],
+        stride: usize,
+        ps: usize,
+        copies: usize,
+        dst: &mut [MaybeUninit<f32>],
+    ) {
+        if !super::simd::has_patch_kernel(ps) {
+            return patch_by_sample(self, src, stride, ps, copies, dst);
+        }
+        assert!(
+            dst.len() >= 3 * copies * ps * ps,
+            "the patch does not fit the destination"
+        );
+        // SAFETY: the kernel runs here (just checked) and `dst` holds the patch (asserted).
+        unsafe {
+            super::simd::normalize_patch(
+                self.0.lanes(),
+                src,
+                stride,
+                ps,
+                copies,
+                dst.as_mut_ptr().cast(),
+            )
+        };
+    }
 
     #[inline(always)]
     fn encode(&self, c: usize, v: u8) -> f32 {
@@ -114,30 +162,21 @@ impl Encode for Values<'_> {
     }
 
     #[inline]
-    fn scatter(&self, src: &[u8], dst: &mut [MaybeUninit<f32>], s: Scatter) {
+    fn encode_planes(&self, src: &[u8], planes: [&mut [MaybeUninit<f32>]; 3]) {
         let n = src.len() / 3;
-        let last = (3 * s.copies)
-            .checked_sub(1)
-            .map(|k| k * s.spacing + s.offset + n);
         assert!(
-            last.is_some_and(|end| end <= dst.len()) && (s.copies == 1 || n <= s.spacing),
-            "scatter does not fit the destination"
+            planes.iter().all(|p| p.len() == n),
+            "planes must hold one element per pixel"
         );
-        #[cfg(target_arch = "x86_64")]
-        if n >= 8 && super::simd::has_avx2() {
-            // SAFETY: AVX2 is available (just checked); `n >= 8`, and every store lands in
-            // `dst` (checked just above).
-            unsafe { super::simd::normalize_avx2(self.0.lanes(), src, dst.as_mut_ptr().cast(), s) };
-            return;
-        }
+        let [p0, p1, p2] = planes;
+        let ptrs = [p0.as_mut_ptr(), p1.as_mut_ptr(), p2.as_mut_ptr()].map(|p| p.cast::<f32>());
+        // SAFETY: each plane holds `n` floats (asserted above), all the lanes write.
+        let done = unsafe { super::simd::normalize_planes(self.0.lanes(), src, ptrs) };
         let values = self.0.values();
-        for (c, row) in values.iter().enumerate() {
-            for t in 0..s.copies {
-                let at = s.offset + (c * s.copies + t) * s.spacing;
-                for (d, px) in dst[at..at + n].iter_mut().zip(src.chunks_exact(3)) {
-                    d.write(row[usize::from(px[c])]);
-                }
-            }
+        for (i, px) in src.chunks_exact(3).enumerate().skip(done) {
+            p0[i].write(values[0][usize::from(px[0])]);
+            p1[i].write(values[1][usize::from(px[1])]);
+            p2[i].write(values[2][usize::from(px[2])]);
         }
     }
 }
@@ -198,44 +237,81 @@ mod tests {
     use super::super::table::{Arith, Table};
     use super::*;
 
-    /// Every value of every channel, through the SIMD lanes (with and without an overlapping
-    /// tail) and the scalar path alike, each copy in its place, for every arithmetic.
+    /// Every value of every channel, through the SIMD lanes (every length, so each vector
+    /// width and tail is taken) and the scalar tail alike, for every arithmetic, with and
+    /// without the reciprocal.
     #[test]
-    fn value_scatter_equals_the_table() {
+    fn value_planes_equal_the_table() {
+        let mean = [0.48145466, 0.4578275, 0.40821073];
+        // The second: a std whose lanes must divide (no reciprocal is exact).
+        let stds = [[0.26862954, 0.26130258, 0.27577711], [0.5, 1e-40, 0.5]];
+        for arith in [Arith::Numpy, Arith::Torchvision, Arith::Float32] {
+            for (rescale, std) in [1.0 / 255.0, 1.0 / 127.0, 1.0 / 127.5]
+                .into_iter()
+                .flat_map(|r| stds.map(|s| (r, s)))
+            {
+                let t = Table::new(mean, std, rescale, arith).unwrap();
+                let mut src: Vec<u8> = (0..=255u8)
+                    .flat_map(|v| [v, v.wrapping_mul(7), 255 - v])
+                    .collect();
+                src.extend(src.clone());
+                for n in (0..40).chain([255, 256, 512]) {
+                    for shift in [0, (512 - n).min(1), 512 - n] {
+                        let px = &src[shift * 3..(shift + n) * 3];
+                        let mut planes = vec![vec![MaybeUninit::new(-1f32); n]; 3];
+                        let [a, b, c] = &mut planes[..] else {
+                            unreachable!()
+                        };
+                        Values(&t).encode_planes(px, [a, b, c]);
+                        for (c, plane) in planes.iter().enumerate() {
+                            for (i, p) in px.chunks_exact(3).enumerate() {
+                                // SAFETY: every element was initialised to -1 above.
+                                let got = unsafe { plane[i].assume_init() };
+                                let want = t.values()[c][usize::from(p[c])];
+                                assert_eq!(
+                                    got.to_bits(),
+                                    want.to_bits(),
+                                    "{arith:?} n {n} c {c} i {i}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Patches through the kernel give the bits of the sample-at-a-time encoding, for every
+    /// side up to 16, every copy count and arithmetic, at the end of the band too.
+    #[test]
+    fn value_patches_equal_the_samples() {
         let mean = [0.48145466, 0.4578275, 0.40821073];
         let std = [0.26862954, 0.26130258, 0.27577711];
         for arith in [Arith::Numpy, Arith::Torchvision, Arith::Float32] {
-            for rescale in [1.0 / 255.0, 1.0 / 127.0] {
-                let t = Table::new(mean, std, rescale, arith).unwrap();
-                let src: Vec<u8> = (0..=255u8)
-                    .flat_map(|v| [v, v.wrapping_mul(7), 255 - v])
+            let t = Table::new(mean, std, 1.0 / 255.0, arith).unwrap();
+            for ps in 1..=17 {
+                let stride = 3 * ps + 5;
+                let src: Vec<u8> = (0..(ps - 1) * stride + 3 * ps)
+                    .map(|i| (i * 37 % 256) as u8)
                     .collect();
-                for n in [1, 7, 8, 9, 14, 16, 256] {
-                    for shift in [0, 256 - n] {
-                        let px = &src[shift * 3..(shift + n) * 3];
-                        let s = Scatter {
-                            copies: 2,
-                            spacing: n + 1,
-                            offset: 1,
-                        };
-                        let mut dst = vec![MaybeUninit::new(-1f32); 6 * (n + 1) + 1];
-                        Values(&t).scatter(px, &mut dst, s);
-                        // SAFETY: every element was initialised to -1 above.
-                        let got: Vec<u32> = dst
-                            .iter()
-                            .map(|v| unsafe { v.assume_init() }.to_bits())
-                            .collect();
-                        let mut want = vec![(-1f32).to_bits(); dst.len()];
-                        for c in 0..3 {
-                            for k in 0..2 {
-                                for (i, p) in px.chunks_exact(3).enumerate() {
-                                    let v = t.values()[c][usize::from(p[c])];
-                                    want[1 + (c * 2 + k) * (n + 1) + i] = v.to_bits();
-                                }
-                            }
+                for copies in 1..=3 {
+                    let n = 3 * copies * ps * ps;
+                    let mut got = vec![MaybeUninit::new(-1f32); n + 1];
+                    let mut want = vec![MaybeUninit::new(-1f32); n + 1];
+                    Values(&t).encode_patch(&src, stride, ps, copies, &mut got[..n]);
+                    patch_by_sample(&Values(&t), &src, stride, ps, copies, &mut want[..n]);
+                    let bits = |v: &[MaybeUninit<f32>]| -> Vec<u32> {
+                        let mut out = Vec::new();
+                        for x in v {
+                            // SAFETY: every element was initialised to -1 above.
+                            out.push(unsafe { x.assume_init() }.to_bits());
                         }
-                        assert_eq!(got, want, "{arith:?} n {n} shift {shift}");
-                    }
+                        out
+                    };
+                    assert_eq!(bits(&got), bits(&want), "{arith:?} ps {ps} copies {copies}");
+                    // SAFETY: as above.
+                    let first = unsafe { want[0].assume_init() };
+                    assert_eq!(first, t.values()[0][usize::from(src[0])]);
                 }
             }
         }

@@ -31,7 +31,7 @@ mod planes;
 mod simd;
 mod table;
 
-pub use encode::{Bf16Values, Codes, Encode, Scatter, Values};
+pub use encode::{Bf16Values, Codes, Encode, Values};
 pub use hwc_patches::hwc_patch_row;
 pub use parts::{Fill, Part, Rect, Resize};
 pub use patch_rows::Patching;
@@ -295,7 +295,7 @@ mod sealed {
             Ok((alloc::reserve(len, "feature tensor")?, Store::Cached))
         }
 
-        /// The patch-row writer of this encoder (the compact form has its own, frames once).
+        /// The patch-row writer of this encoder.
         fn patch_rows(
             &self,
             src: &Source<'_>,
@@ -329,30 +329,7 @@ mod sealed {
 
     impl Sealed for Bf16Values<'_> {}
 
-    impl Sealed for Codes {
-        fn patch_rows(
-            &self,
-            src: &Source<'_>,
-            p: Patching,
-            par: &Par,
-            out: &mut [MaybeUninit<u8>],
-            _store: Store,
-        ) -> Result<()> {
-            patch_rows::write_codes(src, p, par, out)
-        }
-
-        fn patch_rows_streamed<P: FnOnce() -> Result<()>>(
-            &self,
-            src: &Source<'_>,
-            p: Patching,
-            par: &Par,
-            out: &mut [MaybeUninit<u8>],
-            _store: Store,
-            produce: P,
-        ) -> Result<()> {
-            patch_rows::write_codes_streamed(src, p, par, out, produce)
-        }
-    }
+    impl Sealed for Codes {}
 }
 
 #[cfg(all(test, feature = "decode"))]

@@ -1,6 +1,9 @@
 //! The SIMD paths of the writers, each giving the bits of its scalar form: the float32
-//! normalize evaluated in AVX2 lanes (the very IEEE operations the table was built with), and
-//! interleaved RGB split into channel planes with SSSE3 shuffles.
+//! normalize evaluated in AVX-512 or AVX2 lanes (the very IEEE operations the table was built
+//! with, or checked against), and interleaved RGB split into channel planes with SSSE3
+//! shuffles.
+
+use super::table::Lanes;
 
 /// Whether the CPU runs AVX2 (std caches the answer).
 #[cfg(target_arch = "x86_64")]
@@ -76,26 +79,284 @@ pub(crate) fn split_planes<P: Plane + ?Sized>(
     }
 }
 
+/// The first pixels of interleaved RGB `src` through `lanes` into three float32 planes, as
+/// many as the CPU's vector lanes take (all of them with AVX-512, whole groups of eight with
+/// AVX2 and FMA, none without); returns how many, for the caller to finish from the table.
+///
+/// # Safety
+/// Each of `planes` must be valid for writing `src.len() / 3` floats.
+#[allow(unused_variables)]
+pub(crate) unsafe fn normalize_planes(lanes: &Lanes, src: &[u8], planes: [*mut f32; 3]) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_avx512() {
+            // SAFETY: the CPU has the features (just checked); the planes' contract is ours.
+            unsafe { avx512::normalize_planes(lanes, src, planes) };
+            return src.len() / 3;
+        }
+        if has_avx2() && std::arch::is_x86_feature_detected!("fma") {
+            // SAFETY: as above.
+            return unsafe { avx2::normalize_planes(lanes, src, planes) };
+        }
+    }
+    0
+}
+
+/// Whether [`normalize_patch`] has a kernel for patches of side `ps` on this CPU.
+pub(crate) fn has_patch_kernel(ps: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if (1..=16).contains(&ps) {
+        return has_avx512();
+    }
+    let _ = ps;
+    false
+}
+
+/// One square patch of side `ps` (line `py`'s interleaved RGB pixels at byte `py * stride` of
+/// `src`) through `lanes` into `dst` as planes: channel `c`, copy `t`, line `py` at
+/// `((c * copies + t) * ps + py) * ps`, every one of those elements written.
+///
+/// # Safety
+/// [`has_patch_kernel`]`(ps)` must hold, and `dst` be valid for writing `3 * copies * ps * ps`
+/// floats.
+pub(crate) unsafe fn normalize_patch(
+    lanes: &Lanes,
+    src: &[u8],
+    stride: usize,
+    ps: usize,
+    copies: usize,
+    dst: *mut f32,
+) {
+    assert!(
+        has_patch_kernel(ps) && src.len() >= (ps - 1) * stride + 3 * ps,
+        "the patch is not inside its band"
+    );
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the CPU runs the kernel and `ps <= 16` (has_patch_kernel), `src` holds the
+    // patch (asserted), and `dst` the output (the caller's contract).
+    unsafe {
+        avx512::normalize_patch(lanes, src, stride, ps, copies, dst)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (lanes, copies, dst);
+}
+
+/// Whether the CPU runs the AVX-512 subsets the byte permute needs (std caches the answers).
 #[cfg(target_arch = "x86_64")]
-pub(crate) use avx2::normalize_avx2;
+#[inline]
+fn has_avx512() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512dq")
+        && std::arch::is_x86_feature_detected!("avx512vbmi")
+}
+
+/// `(x - sub) / div` of one lane type, by the reciprocal when the table kept one: the
+/// sequence [`Lanes::recip`] describes, the very fused operations its check ran.
+#[cfg(target_arch = "x86_64")]
+macro_rules! quotient {
+    ($d:expr, $div:expr, $recip:expr, $mul:ident, $fnmadd:ident, $fmadd:ident, $divide:ident) => {
+        match $recip {
+            Some(r) => {
+                let q = $mul($d, r);
+                $fmadd($fnmadd(q, $div, $d), r, q)
+            }
+            None => $divide($d, $div),
+        }
+    };
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    use super::super::table::{Arith, Lanes};
+
+    /// `vpermb` indices gathering 16 interleaved pixels' samples by channel: red in bytes
+    /// 0..16, green in 16..32, blue in 32..48.
+    const SPLIT: [u8; 64] = {
+        let mut idx = [0u8; 64];
+        let mut i = 0;
+        while i < 48 {
+            idx[i] = ((i % 16) * 3 + i / 16) as u8;
+            i += 1;
+        }
+        idx
+    };
+
+    /// The lanes' constants, broadcast once per call.
+    #[derive(Clone, Copy)]
+    struct Consts {
+        arith: Arith,
+        split: __m512i,
+        sub: [__m512; 3],
+        div: [__m512; 3],
+        recip: [Option<__m512>; 3],
+        x_recip: Option<(__m512, __m512)>,
+        scale_pd: __m512d,
+        scale_ps: __m512,
+    }
+
+    impl Consts {
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        fn new(lanes: &Lanes) -> Self {
+            Self {
+                arith: lanes.arith,
+                // SAFETY: SPLIT is 64 readable bytes.
+                split: unsafe { _mm512_loadu_si512(SPLIT.as_ptr().cast()) },
+                sub: lanes.sub.map(|v| _mm512_set1_ps(v)),
+                div: lanes.div.map(|v| _mm512_set1_ps(v)),
+                recip: lanes.recip.map(|r| r.map(|v| _mm512_set1_ps(v))),
+                x_recip: lanes
+                    .x_recip
+                    .map(|(k, r)| (_mm512_set1_ps(k), _mm512_set1_ps(r))),
+                scale_pd: _mm512_set1_pd(lanes.scale),
+                scale_ps: _mm512_set1_ps(lanes.scale as f32),
+            }
+        }
+    }
+
+    /// The three channels' values (`[__m512; 3]`) of the first `m <= 16` interleaved pixels
+    /// at `p`, lanes past `m` unspecified, through `consts`. A macro so that it is always
+    /// inlined into the kernels (as a function it was not, and passed its vectors through
+    /// memory). Its caller's safety contract: `3 * m` bytes readable at `p` (the rest are
+    /// masked off: neither read nor faulted on).
+    macro_rules! channels {
+        ($consts:expr, $p:expr, $m:expr) => {{
+            let this: &Consts = $consts;
+            let bytes: u64 = (1u64 << (3 * $m)) - 1;
+            // SAFETY: the caller's contract.
+            let v = unsafe { _mm512_maskz_loadu_epi8(bytes, $p.cast()) };
+            let by_channel = _mm512_permutexvar_epi8(this.split, v);
+            let samples = [
+                _mm512_castsi512_si128(by_channel),
+                _mm512_extracti32x4_epi32::<1>(by_channel),
+                _mm512_extracti32x4_epi32::<2>(by_channel),
+            ];
+            let mut out = [_mm512_setzero_ps(); 3];
+            for (c, (&s, o)) in samples.iter().zip(&mut out).enumerate() {
+                let ints = _mm512_cvtepu8_epi32(s);
+                let x = match (this.arith, this.x_recip) {
+                    (Arith::Numpy, Some((k, r))) => {
+                        let v = _mm512_cvtepi32_ps(ints);
+                        quotient!(
+                            v,
+                            k,
+                            Some(r),
+                            _mm512_mul_ps,
+                            _mm512_fnmadd_ps,
+                            _mm512_fmadd_ps,
+                            _mm512_div_ps
+                        )
+                    }
+                    (Arith::Numpy, None) => {
+                        let lo = _mm512_mul_pd(
+                            _mm512_cvtepi32_pd(_mm512_castsi512_si256(ints)),
+                            this.scale_pd,
+                        );
+                        let hi = _mm512_mul_pd(
+                            _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64::<1>(ints)),
+                            this.scale_pd,
+                        );
+                        _mm512_insertf32x8::<1>(
+                            _mm512_castps256_ps512(_mm512_cvtpd_ps(lo)),
+                            _mm512_cvtpd_ps(hi),
+                        )
+                    }
+                    (Arith::Torchvision, _) => _mm512_cvtepi32_ps(ints),
+                    (Arith::Float32, _) => _mm512_mul_ps(_mm512_cvtepi32_ps(ints), this.scale_ps),
+                };
+                let d = _mm512_sub_ps(x, this.sub[c]);
+                *o = quotient!(
+                    d,
+                    this.div[c],
+                    this.recip[c],
+                    _mm512_mul_ps,
+                    _mm512_fnmadd_ps,
+                    _mm512_fmadd_ps,
+                    _mm512_div_ps
+                );
+            }
+            out
+        }};
+    }
+
+    /// All `n = src.len() / 3` pixels, sixteen at a time, the last group masked (loads and
+    /// stores alike, so nothing past either buffer is touched).
+    ///
+    /// # Safety
+    /// AVX-512 F, BW, DQ and VBMI must be available; each plane valid for writing `n` floats.
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vbmi")]
+    pub(super) unsafe fn normalize_planes(lanes: &Lanes, src: &[u8], planes: [*mut f32; 3]) {
+        let n = src.len() / 3;
+        let consts = Consts::new(lanes);
+        let mut k = 0;
+        while k < n {
+            let m = (n - k).min(16);
+            let keep: u16 = ((1u32 << m) - 1) as u16;
+            // SAFETY: bytes 3k..3(k+m) are inside `src`.
+            let ys = channels!(&consts, src.as_ptr().add(3 * k), m);
+            for (&plane, y) in planes.iter().zip(ys) {
+                // SAFETY: floats k..k+m of the plane are inside it (k + m <= n).
+                unsafe { _mm512_mask_storeu_ps(plane.add(k), keep, y) };
+            }
+            k += m;
+        }
+    }
+
+    /// One square patch of side `ps <= 16` (line `py`'s `ps` pixels at byte `py * stride` of
+    /// `src`) into `dst`: channel `c`, copy `t`, line `py` at `((c * copies + t) * ps + py) *
+    /// ps`.
+    ///
+    /// # Safety
+    /// AVX-512 F, BW, DQ and VBMI must be available; `ps <= 16`; `src` holds
+    /// `(ps - 1) * stride + 3 * ps` bytes and `dst` is valid for writing `3 * copies * ps * ps`
+    /// floats.
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vbmi")]
+    pub(super) unsafe fn normalize_patch(
+        lanes: &Lanes,
+        src: &[u8],
+        stride: usize,
+        ps: usize,
+        copies: usize,
+        dst: *mut f32,
+    ) {
+        let consts = Consts::new(lanes);
+        let keep: u16 = ((1u32 << ps) - 1) as u16;
+        for py in 0..ps {
+            // SAFETY: line `py`'s 3 * ps bytes are inside `src` (the caller's contract).
+            let ys = channels!(&consts, src.as_ptr().add(py * stride), ps);
+            for (c, y) in ys.into_iter().enumerate() {
+                for t in 0..copies {
+                    // SAFETY: the line's `ps` floats are inside `dst` (the caller's contract).
+                    unsafe {
+                        _mm512_mask_storeu_ps(dst.add(((c * copies + t) * ps + py) * ps), keep, y)
+                    };
+                }
+            }
+        }
+    }
+}
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::super::encode::Scatter;
     use super::super::table::{Arith, Lanes};
 
-    /// All `n = src.len() / 3` pixels, eight at a time (the last eight overlap when `n` is not
-    /// a multiple of eight: those pixels are simply written twice), as `lanes` computes them.
+    /// The first `8 * (n / 8)` of the `n = src.len() / 3` pixels, eight at a time; returns
+    /// how many.
     ///
     /// # Safety
-    /// AVX2 must be available; `n >= 8`; `dst` is valid for writes at every float
-    /// `s.offset + (c * s.copies + t) * s.spacing + k` with `c < 3`, `t < s.copies`, `k < n`.
-    #[target_feature(enable = "avx2")]
-    pub(crate) unsafe fn normalize_avx2(lanes: &Lanes, src: &[u8], dst: *mut f32, s: Scatter) {
+    /// AVX2 and FMA must be available; each plane valid for writing `n` floats.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn normalize_planes(
+        lanes: &Lanes,
+        src: &[u8],
+        planes: [*mut f32; 3],
+    ) -> usize {
         let n = src.len() / 3;
-        assert!(n >= 8);
         // Byte shuffles picking one channel of 8 pixels out of bytes 0..16 and 16..24.
         const Z: i8 = -1;
         let lo = [
@@ -110,43 +371,66 @@ mod avx2 {
         ];
         let sub = lanes.sub.map(|v| _mm256_set1_ps(v));
         let div = lanes.div.map(|v| _mm256_set1_ps(v));
+        let recip = lanes.recip.map(|r| r.map(|v| _mm256_set1_ps(v)));
+        let x_recip = lanes
+            .x_recip
+            .map(|(k, r)| (_mm256_set1_ps(k), _mm256_set1_ps(r)));
         let scale_pd = _mm256_set1_pd(lanes.scale);
         let scale_ps = _mm256_set1_ps(lanes.scale as f32);
-        let arith = lanes.arith;
-        let mut next = 0;
-        while next < n {
-            let k = next.min(n - 8);
-            next = k + 8;
-            // SAFETY: pixels k..k+8 are inside `src` (k + 8 <= n), so bytes 3k..3k+24 are.
-            let p = unsafe { src.as_ptr().add(k * 3) };
-            // SAFETY: 16 bytes from `p` and 8 from `p + 16` lie within those 24 bytes.
-            let (a, c) = unsafe { (_mm_loadu_si128(p.cast()), _mm_loadl_epi64(p.add(16).cast())) };
-            for ch in 0..3 {
-                let bytes = _mm_or_si128(_mm_shuffle_epi8(a, lo[ch]), _mm_shuffle_epi8(c, hi[ch]));
+        let groups = n / 8;
+        for g in 0..groups {
+            let k = 8 * g;
+            // SAFETY: pixels k..k+8 are inside `src` (k + 8 <= n), so bytes 3k..3k+24 are;
+            // 16 bytes from `p` and 8 from `p + 16` lie within those 24.
+            let (a, b) = unsafe {
+                let p = src.as_ptr().add(3 * k);
+                (_mm_loadu_si128(p.cast()), _mm_loadl_epi64(p.add(16).cast()))
+            };
+            for c in 0..3 {
+                let bytes = _mm_or_si128(_mm_shuffle_epi8(a, lo[c]), _mm_shuffle_epi8(b, hi[c]));
                 let ints = _mm256_cvtepu8_epi32(bytes);
-                let x = match arith {
-                    Arith::Numpy => {
+                let x = match (lanes.arith, x_recip) {
+                    (Arith::Numpy, Some((k, r))) => {
+                        let v = _mm256_cvtepi32_ps(ints);
+                        quotient!(
+                            v,
+                            k,
+                            Some(r),
+                            _mm256_mul_ps,
+                            _mm256_fnmadd_ps,
+                            _mm256_fmadd_ps,
+                            _mm256_div_ps
+                        )
+                    }
+                    (Arith::Numpy, None) => {
                         let l = _mm256_mul_pd(
                             _mm256_cvtepi32_pd(_mm256_castsi256_si128(ints)),
                             scale_pd,
                         );
                         let h = _mm256_mul_pd(
-                            _mm256_cvtepi32_pd(_mm256_extracti128_si256(ints, 1)),
+                            _mm256_cvtepi32_pd(_mm256_extracti128_si256::<1>(ints)),
                             scale_pd,
                         );
                         _mm256_set_m128(_mm256_cvtpd_ps(h), _mm256_cvtpd_ps(l))
                     }
-                    Arith::Torchvision => _mm256_cvtepi32_ps(ints),
-                    Arith::Float32 => _mm256_mul_ps(_mm256_cvtepi32_ps(ints), scale_ps),
+                    (Arith::Torchvision, _) => _mm256_cvtepi32_ps(ints),
+                    (Arith::Float32, _) => _mm256_mul_ps(_mm256_cvtepi32_ps(ints), scale_ps),
                 };
-                let y = _mm256_div_ps(_mm256_sub_ps(x, sub[ch]), div[ch]);
-                for t in 0..s.copies {
-                    let at = s.offset + (ch * s.copies + t) * s.spacing + k;
-                    // SAFETY: `at + 8 <= ` the run's end, inside `dst` (the caller's contract).
-                    unsafe { _mm256_storeu_ps(dst.add(at), y) };
-                }
+                let d = _mm256_sub_ps(x, sub[c]);
+                let y = quotient!(
+                    d,
+                    div[c],
+                    recip[c],
+                    _mm256_mul_ps,
+                    _mm256_fnmadd_ps,
+                    _mm256_fmadd_ps,
+                    _mm256_div_ps
+                );
+                // SAFETY: floats k..k+8 of the plane are inside it (k + 8 <= n).
+                unsafe { _mm256_storeu_ps(planes[c].add(k), y) };
             }
         }
+        8 * groups
     }
 }
 

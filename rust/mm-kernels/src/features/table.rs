@@ -101,6 +101,13 @@ pub struct Table {
 /// The table's arithmetic as `(x - sub) / div` over `x` from the sample: what the SIMD writers
 /// evaluate instead of a lookup (`scale` is the float64 rescale of [`Arith::Numpy`], the
 /// float32 one of [`Arith::Float32`], unused by [`Arith::Torchvision`]).
+///
+/// A vector division costs ten times a multiply, so where it gives the same bits for all 256
+/// samples of a channel, the quotient is instead the product with the reciprocal `r`
+/// corrected by one fused step: `q = d * r; q += (d - q * div) * r` (each `(a - b * c)` and
+/// `a + b * c` one fused multiply-add, `d = x - sub`). [`Table::new`] tries it on every
+/// sample and keeps `r` in [`Lanes::recip`] only for the channels where every result is the
+/// quotient's.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Lanes {
     /// The arithmetic.
@@ -111,6 +118,13 @@ pub struct Lanes {
     pub sub: [f32; 3],
     /// Divided by per channel.
     pub div: [f32; 3],
+    /// Per channel, `1 / div` when the corrected product gives the quotient's bits for every
+    /// sample (see above), else `None`: the lanes divide.
+    pub recip: [Option<f32>; 3],
+    /// For [`Arith::Numpy`]: `(k, 1 / k)` with `k = f32(1 / scale)` when `x = f32(v) / k` by the
+    /// same corrected product gives the float64 rescale's bits for every sample (it does at
+    /// the usual `1 / 255`), so the lanes stay in float32; else `None`.
+    pub x_recip: Option<(f32, f32)>,
 }
 
 impl Lanes {
@@ -128,6 +142,19 @@ impl Lanes {
     fn value(&self, c: usize, v: i32) -> f32 {
         (self.x(v) - self.sub[c]) / self.div[c]
     }
+
+    /// [`Lanes::value`] by the corrected product with `r`, as the SIMD lanes compute it.
+    fn by_reciprocal(&self, c: usize, v: i32, r: f32) -> f32 {
+        corrected(self.x(v) - self.sub[c], self.div[c], r)
+    }
+}
+
+/// `d / div` as the SIMD lanes compute it from `r = 1 / div`: the product, corrected by one
+/// fused step.
+fn corrected(d: f32, div: f32, r: f32) -> f32 {
+    let q = d * r;
+    let e = (-q).mul_add(div, d);
+    e.mul_add(r, q)
 }
 
 impl Table {
@@ -157,17 +184,31 @@ impl Table {
                 (m.map(|v| v * k), s.map(|v| v * k))
             }
         };
-        let lanes = Lanes {
+        let mut lanes = Lanes {
             arith,
             scale: rescale,
             sub,
             div,
+            recip: [None; 3],
+            x_recip: None,
         };
+        if arith == Arith::Numpy {
+            let k = (1.0 / rescale) as f32;
+            let r = 1.0 / k;
+            let exact =
+                (0i32..256).all(|v| corrected(v as f32, k, r).to_bits() == lanes.x(v).to_bits());
+            lanes.x_recip = exact.then_some((k, r));
+        }
         let mut values = [[0f32; 256]; 3];
         for (c, row) in values.iter_mut().enumerate() {
             for (v, slot) in (0i32..).zip(row.iter_mut()) {
                 *slot = lanes.value(c, v);
             }
+            let r = 1.0 / div[c];
+            let exact = (0i32..)
+                .zip(row.iter())
+                .all(|(v, want)| lanes.by_reciprocal(c, v, r).to_bits() == want.to_bits());
+            lanes.recip[c] = exact.then_some(r);
         }
         Ok(Self {
             values,
@@ -278,6 +319,37 @@ mod tests {
                 assert_eq!(t.values()[c][v].to_bits(), want.to_bits());
             }
         }
+    }
+
+    /// The reciprocal is kept only where it gives the quotient's bits, and does for the
+    /// constants of the shipped checkpoints (so their lanes never divide).
+    #[test]
+    fn the_reciprocal_is_kept_only_where_exact() {
+        let siglip = [0.5; 3];
+        for (mean, std) in [(CLIP_MEAN, CLIP_STD), (siglip, siglip)] {
+            for arith in [Arith::Numpy, Arith::Torchvision, Arith::Float32] {
+                let t = Table::new(mean, std, 1.0 / 255.0, arith).unwrap();
+                let l = t.lanes();
+                for c in 0..3 {
+                    let r = l.recip[c].unwrap_or_else(|| panic!("{arith:?} channel {c}"));
+                    for v in 0..256 {
+                        let got = l.by_reciprocal(c, v as i32, r);
+                        assert_eq!(got.to_bits(), t.values()[c][v].to_bits());
+                    }
+                }
+            }
+        }
+        for rescale in [1.0 / 255.0, 1.0 / 127.5, 1.0 / 127.0, 0.5] {
+            let t = Table::new(CLIP_MEAN, CLIP_STD, rescale, Arith::Numpy).unwrap();
+            let (k, r) = t.lanes().x_recip.expect("the float32 rescale is exact");
+            for v in 0..256 {
+                let x = (f64::from(v) * rescale) as f32;
+                assert_eq!(corrected(v as f32, k, r).to_bits(), x.to_bits());
+            }
+        }
+        // A subnormal std: its reciprocal overflows to infinity, so the product misses.
+        let t = Table::new([0.3; 3], [0.5, 1e-40, 0.5], 1.0 / 255.0, Arith::Numpy).unwrap();
+        assert_eq!(t.lanes().recip.map(|r| r.is_some()), [true, false, true]);
     }
 
     #[test]
