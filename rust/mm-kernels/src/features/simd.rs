@@ -506,6 +506,53 @@ mod ssse3 {
 
 #[cfg(test)]
 mod tests {
+    /// Each width's lanes, called directly (the dispatch picks only the widest), against the
+    /// table: every arithmetic, with and without the reciprocals, every tail length.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn every_width_gives_the_table() {
+        use super::super::table::{Arith, Table};
+        let mean = [0.48145466, 0.4578275, 0.40821073];
+        let src: Vec<u8> = (0..=255u8)
+            .flat_map(|v| [v, v.wrapping_mul(7), 255 - v])
+            .collect();
+        for arith in [Arith::Numpy, Arith::Torchvision, Arith::Float32] {
+            for std in [[0.26862954, 0.26130258, 0.27577711], [0.5, 1e-40, 0.5]] {
+                let t = Table::new(mean, std, 1.0 / 255.0, arith).unwrap();
+                for n in [0, 1, 7, 8, 15, 16, 17, 100, 256] {
+                    let px = &src[..3 * n];
+                    let mut widths: Vec<(&str, Vec<Vec<f32>>, usize)> = Vec::new();
+                    if super::has_avx2() && std::arch::is_x86_feature_detected!("fma") {
+                        let mut p = vec![vec![f32::NAN; n]; 3];
+                        let ptrs = [0, 1, 2].map(|c| p[c].as_mut_ptr());
+                        // SAFETY: the CPU runs AVX2 and FMA; each plane holds `n` floats.
+                        let done = unsafe { super::avx2::normalize_planes(t.lanes(), px, ptrs) };
+                        widths.push(("avx2", p, done));
+                    }
+                    if super::has_avx512() {
+                        let mut p = vec![vec![f32::NAN; n]; 3];
+                        let ptrs = [0, 1, 2].map(|c| p[c].as_mut_ptr());
+                        // SAFETY: the CPU runs the AVX-512 subsets; each plane holds `n` floats.
+                        unsafe { super::avx512::normalize_planes(t.lanes(), px, ptrs) };
+                        widths.push(("avx512", p, n));
+                    }
+                    for (name, planes, done) in widths {
+                        for (c, plane) in planes.iter().enumerate() {
+                            for i in 0..done {
+                                let want = t.values()[c][usize::from(px[3 * i + c])];
+                                assert_eq!(
+                                    plane[i].to_bits(),
+                                    want.to_bits(),
+                                    "{name} {arith:?} {std:?} n {n} c {c} i {i}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn planes_hold_each_channel_in_order() {
         for n in [0usize, 1, 15, 16, 17, 33, 100] {
