@@ -15,8 +15,9 @@
 use super::coeffs::AxisCoeffs;
 use crate::par::Par;
 
-/// Rows per horizontal-pass band.
-pub const BAND: usize = 16;
+/// Rows per horizontal-pass band: 21 rows of RGB fill 63 of a column slot's 64 lanes, one
+/// AVX-512 vector (16 rows left a quarter of it idle).
+pub const BAND: usize = 21;
 /// Lanes of a band's column slot in use (RGB of every row).
 const LANES: usize = BAND * 3;
 /// Bytes per column slot in the scratch (one cache line; the tail absorbs 4-byte stores).
@@ -381,24 +382,9 @@ mod avx2 {
         _mm256_packs_epi32,
         _mm256_packus_epi16
     );
-    narrow_lanes!(
-        "avx2",
-        narrow16,
-        __m128i,
-        _mm_loadu_si128,
-        _mm_set1_epi32,
-        _mm_setzero_si128,
-        _mm_unpacklo_epi8,
-        _mm_unpackhi_epi8,
-        _mm_madd_epi16,
-        _mm_add_epi32,
-        _mm_sra_epi32,
-        _mm_packs_epi32,
-        _mm_packus_epi16
-    );
 
-    /// Output column `xo`'s 48 lanes (16 rows of RGB) into `tmp`, from the column-major
-    /// scratch, for a table whose weights fit i16.
+    /// Output column `xo`'s lanes (the band's rows of RGB, in a 64-byte slot) into `tmp`,
+    /// from the column-major scratch, for a table whose weights fit i16.
     ///
     /// # Safety
     /// AVX2 must be available; `scratch` holds the slots of every tap of `xo` (64 bytes each).
@@ -415,13 +401,13 @@ mod avx2 {
         assert!((c.start[xo] + taps.len()) * SLOT <= scratch.len());
         let bias = 1 << (c.precision - 1);
         // SAFETY: slot `start + k` (64 bytes, inside `scratch`: asserted) holds tap `k`'s lanes,
-        // bytes 0..32 and 32..48 of it; `tmp` has room for 48 bytes.
+        // bytes 0..32 and 32..64 of it; `tmp` has room for 64 bytes.
         unsafe {
             let p = scratch.as_ptr().add(c.start[xo] * SLOT);
             let head = narrow32(taps, bias, shift, |k| p.add(k * SLOT));
-            let tail = narrow16(taps, bias, shift, |k| p.add(k * SLOT + 32));
+            let tail = narrow32(taps, bias, shift, |k| p.add(k * SLOT + 32));
             _mm256_storeu_si256(tmp.as_mut_ptr().cast(), head);
-            _mm_storeu_si128(tmp.as_mut_ptr().add(32).cast(), tail);
+            _mm256_storeu_si256(tmp.as_mut_ptr().add(32).cast(), tail);
         }
     }
 
@@ -450,7 +436,7 @@ mod avx2 {
         unsafe { _mm256_cvtepu8_epi32(_mm_loadl_epi64(p.cast())) }
     }
 
-    /// Output column `xo`'s 48 lanes into `tmp`, one 32-bit multiply per tap (any weights).
+    /// Output column `xo`'s lanes into `tmp`, one 32-bit multiply per tap (any weights).
     ///
     /// # Safety
     /// AVX2 must be available; `scratch` holds the slots of every tap of `xo` (64 bytes each).
@@ -464,31 +450,23 @@ mod avx2 {
         shift: __m128i,
         tmp: &mut [u8; 64],
     ) {
-        // SAFETY: every slot read (48 bytes of 64) lies inside `scratch` (asserted), and `tmp`
-        // holds the 64 bytes written.
+        // SAFETY: every slot read (64 bytes) lies inside `scratch` (asserted), and `tmp` holds
+        // the 64 bytes written.
         unsafe {
             let taps = c.taps(xo);
             assert!((c.start[xo] + taps.len()) * SLOT <= scratch.len());
             let mut p = scratch.as_ptr().add(c.start[xo] * SLOT);
-            let (mut a0, mut a1, mut a2, mut a3, mut a4, mut a5) =
-                (bias, bias, bias, bias, bias, bias);
+            let mut a = [bias; 8];
             for &w in taps {
                 let w = _mm256_set1_epi32(w);
-                a0 = _mm256_add_epi32(a0, _mm256_mullo_epi32(widen8(p), w));
-                a1 = _mm256_add_epi32(a1, _mm256_mullo_epi32(widen8(p.add(8)), w));
-                a2 = _mm256_add_epi32(a2, _mm256_mullo_epi32(widen8(p.add(16)), w));
-                a3 = _mm256_add_epi32(a3, _mm256_mullo_epi32(widen8(p.add(24)), w));
-                a4 = _mm256_add_epi32(a4, _mm256_mullo_epi32(widen8(p.add(32)), w));
-                a5 = _mm256_add_epi32(a5, _mm256_mullo_epi32(widen8(p.add(40)), w));
+                for (i, acc) in a.iter_mut().enumerate() {
+                    *acc = _mm256_add_epi32(*acc, _mm256_mullo_epi32(widen8(p.add(8 * i)), w));
+                }
                 p = p.add(SLOT);
             }
-            let lo = pack4(
-                sra(a0, shift),
-                sra(a1, shift),
-                sra(a2, shift),
-                sra(a3, shift),
-            );
-            let hi = pack4(sra(a4, shift), sra(a5, shift), bias, bias);
+            let a = a.map(|v| sra(v, shift));
+            let lo = pack4(a[0], a[1], a[2], a[3]);
+            let hi = pack4(a[4], a[5], a[6], a[7]);
             _mm256_storeu_si256(tmp.as_mut_ptr().cast(), lo);
             _mm256_storeu_si256(tmp.as_mut_ptr().add(32).cast(), hi);
         }
@@ -503,7 +481,7 @@ mod avx2 {
     pub unsafe fn horizontal_band(scratch: &[u8], c: &AxisCoeffs, band: &mut [u8], n: usize) {
         // SAFETY: AVX2 is available (caller's contract); the asserts that open this block bound every pointer offset by the slice lengths.
         unsafe {
-            const _: () = assert!(LANES == 48 && SLOT >= 48);
+            const _: () = assert!(LANES <= 64 && SLOT == 64);
             let row_bytes = c.out_size * 3;
             assert!(scratch.len() >= c.in_size * SLOT && n <= BAND && band.len() >= n * row_bytes);
             let bias = _mm256_set1_epi32(1 << (c.precision - 1));
@@ -781,7 +759,7 @@ mod avx512 {
     /// bytes, and `band` holds `n <= BAND` output rows of `c.out_size * 3` bytes.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
     pub unsafe fn horizontal_band(scratch: &[u8], c: &AxisCoeffs, band: &mut [u8], n: usize) {
-        const _: () = assert!(LANES == 48 && SLOT == 64);
+        const _: () = assert!(LANES <= 64 && SLOT == 64);
         let row_bytes = c.out_size * 3;
         assert!(scratch.len() >= c.in_size * SLOT && n <= BAND && band.len() >= n * row_bytes);
         let bias = 1 << (c.precision - 1);
@@ -803,7 +781,7 @@ mod avx512 {
                     let v = split64(taps, bias, shift, |k| p.add(k * SLOT));
                     _mm512_storeu_si512(tmp.as_mut_ptr().cast(), v);
                 } else {
-                    wide::<3>(
+                    wide::<4>(
                         taps,
                         wide_bias,
                         shift,
@@ -843,7 +821,8 @@ mod avx512 {
         let mut b = 0;
         while b < 64 {
             let (row, j) = (q * 4 + b / 16, b % 16);
-            if j < 12 {
+            // Rows past the band's are never stored.
+            if j < 12 && row < BAND {
                 let col = j / 3;
                 // Columns 0 and 2 are the permute's first table, 1 and 3 its second.
                 idx[b] = (3 * row + j % 3 + 64 * (col % 2)) as u8;
@@ -853,12 +832,16 @@ mod avx512 {
         idx
     }
 
-    const GROUP_INDEX: [[u8; 64]; 4] = [
-        group_index(0),
-        group_index(1),
-        group_index(2),
-        group_index(3),
-    ];
+    /// Enough groups of four rows for a band.
+    const GROUP_INDEX: [[u8; 64]; BAND.div_ceil(4)] = {
+        let mut out = [[0u8; 64]; BAND.div_ceil(4)];
+        let mut q = 0;
+        while q < out.len() {
+            out[q] = group_index(q);
+            q += 1;
+        }
+        out
+    };
     /// Bytes 6..12 of every 16-byte lane: columns 2 and 3.
     const GROUP_HI: u64 = 0x0FC0_0FC0_0FC0_0FC0;
 
