@@ -108,8 +108,8 @@ pub(crate) fn shape(src: &Source<'_>, p: Patching, codes: bool) -> Result<(usize
     Ok((g.total, g.gh, g.gw))
 }
 
-/// Per-thread scratch of the writer: the resized band, the band's channel planes, and the
-/// output row being built (streamed stores only).
+/// Per-thread scratch of the writer: the resized band, the band's channel planes (encoders
+/// without a patch kernel), and the output row being built.
 struct Scratch<T> {
     band: Band,
     planes: Vec<T>,
@@ -281,10 +281,9 @@ struct Layout {
 /// from the band. Otherwise each block row's band is first encoded into three channel planes
 /// (`planes`, reused across calls), a whole image row at a time so that the encoder's SIMD
 /// runs over long rows, and every patch line is then `copies` copies of `ps` elements of a
-/// plane. An output row is built in
-/// L1 (`frame`) and copied out whole: one long copy of wide stores beats its 84 short pieces
-/// going to memory one by one (measured: 0.1 ms of a 2.3 ms 640x480 Qwen2 item), and
-/// non-temporal stores want whole lines.
+/// plane. Either way an output row is built in L1 (`frame`) and copied out whole: one long
+/// copy of wide stores beats its 84 short pieces going to memory one by one (measured: 0.1
+/// ms of a 2.3 ms 640x480 Qwen2 item), and non-temporal stores want whole lines.
 #[allow(clippy::too_many_arguments)]
 fn block_rows<E: Encode>(
     rows: &Rows<'_>,
