@@ -82,7 +82,12 @@ impl Kernel {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::is_x86_feature_detected as has;
-            if self == Self::Auto && has!("avx512f") && has!("avx512bw") && has!("avx512vbmi") {
+            if self == Self::Auto
+                && has!("avx512f")
+                && has!("avx512bw")
+                && has!("avx512vbmi")
+                && has!("avx512vnni")
+            {
                 return Simd::Avx512;
             }
             if self != Self::Portable && has!("avx2") {
@@ -313,6 +318,13 @@ mod avx2 {
         (w0 & 0xFFFF) | (w1 << 16)
     }
 
+    /// `acc + pmaddwd(x, m)`: the AVX2 form of VNNI's `vpdpwssd`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn dot32(acc: __m256i, x: __m256i, m: __m256i) -> __m256i {
+        _mm256_add_epi32(acc, _mm256_madd_epi16(x, m))
+    }
+
     /// `bias + sum(w * byte)` over i16 `taps` for the lanes of one vector (32 or 16 bytes),
     /// `at(k)` pointing at tap `k`'s bytes, shifted right by `shift` and clamped to u8, in lane
     /// order; the same body at both widths, with that width's intrinsics. (`at` only computes
@@ -322,7 +334,7 @@ mod avx2 {
     /// order.
     macro_rules! narrow_lanes {
         ($feature:literal, $name:ident, $v:ty, $load:ident, $set1:ident, $zero:ident,
-         $unpacklo:ident, $unpackhi:ident, $madd:ident, $add:ident, $sra:ident, $packs:ident,
+         $unpacklo:ident, $unpackhi:ident, $dot:ident, $sra:ident, $packs:ident,
          $packus:ident) => {
             /// # Safety
             /// The CPU must run the width's instructions; `at(k)` must point at this width's readable bytes
@@ -356,7 +368,7 @@ mod avx2 {
                     ];
                     let m = $set1(pair(taps[k], w1));
                     for i in 0..4 {
-                        acc[i] = $add(acc[i], $madd(x[i], m));
+                        acc[i] = $dot(acc[i], x[i], m);
                     }
                 }
                 let out = acc.map(|v| $sra(v, shift));
@@ -376,8 +388,7 @@ mod avx2 {
         _mm256_setzero_si256,
         _mm256_unpacklo_epi8,
         _mm256_unpackhi_epi8,
-        _mm256_madd_epi16,
-        _mm256_add_epi32,
+        dot32,
         _mm256_sra_epi32,
         _mm256_packs_epi32,
         _mm256_packus_epi16
@@ -593,14 +604,16 @@ mod avx2 {
 
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    //! The AVX2 kernels at twice the width: a horizontal column's 48 lanes are one vector,
-    //! and the vertical pass takes 64 bytes a step. Same arithmetic, same bits.
+    //! The AVX2 kernels at twice the width: a horizontal column's lanes are one vector, and
+    //! the vertical pass takes 64 bytes a step; VNNI's `vpdpwssd` is the multiply-add and the
+    //! sum in one. Same arithmetic, same bits. (The tier needs F, BW, VBMI and VNNI: every
+    //! CPU with VBMI, Ice Lake and Zen 4 on, has the rest.)
     use super::avx2::{narrow_lanes, pair};
     use super::{AxisCoeffs, BAND, LANES, SLOT};
     use std::arch::x86_64::*;
 
     narrow_lanes!(
-        "avx512f,avx512bw",
+        "avx512f,avx512bw,avx512vnni",
         narrow64,
         __m512i,
         _mm512_loadu_si512,
@@ -608,8 +621,7 @@ mod avx512 {
         _mm512_setzero_si512,
         _mm512_unpacklo_epi8,
         _mm512_unpackhi_epi8,
-        _mm512_madd_epi16,
-        _mm512_add_epi32,
+        _mm512_dpwssd_epi32,
         _mm512_sra_epi32,
         _mm512_packs_epi32,
         _mm512_packus_epi16
@@ -617,7 +629,7 @@ mod avx512 {
 
     /// Sixteen i32 lanes shifted right by `shift` and clamped to u8, in order.
     #[inline]
-    #[target_feature(enable = "avx512f,avx512bw")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     fn clip16(v: __m512i, shift: __m128i) -> __m128i {
         // Negative lanes to 0 first: the unsigned narrowing saturates the rest at 255.
         _mm512_cvtusepi32_epi8(_mm512_max_epi32(
@@ -637,9 +649,9 @@ mod avx512 {
     /// instructions than a 32-bit multiply per tap.
     ///
     /// # Safety
-    /// AVX-512 F and BW must be available; 64 readable bytes at `at(k)` for every tap `k`.
+    /// AVX-512 F, BW and VNNI must be available; 64 readable bytes at `at(k)` for every tap `k`.
     #[inline]
-    #[target_feature(enable = "avx512f,avx512bw")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     unsafe fn split64(
         taps: &[i32],
         bias: i32,
@@ -677,8 +689,8 @@ mod avx512 {
                 _mm512_set1_epi32(pair(h0, h1)),
             );
             for i in 0..4 {
-                low[i] = _mm512_add_epi32(low[i], _mm512_madd_epi16(x[i], ml));
-                high[i] = _mm512_add_epi32(high[i], _mm512_madd_epi16(x[i], mh));
+                low[i] = _mm512_dpwssd_epi32(low[i], x[i], ml);
+                high[i] = _mm512_dpwssd_epi32(high[i], x[i], mh);
             }
         }
         let bias = _mm512_set1_epi32(bias);
@@ -700,10 +712,10 @@ mod avx512 {
     /// u8 into `out`.
     ///
     /// # Safety
-    /// AVX-512 F and BW must be available; `16 * N` readable bytes at `at(k)` for every tap
+    /// AVX-512 F, BW and VNNI must be available; `16 * N` readable bytes at `at(k)` for every tap
     /// `k`, and as many writable at `out`.
     #[inline]
-    #[target_feature(enable = "avx512f,avx512bw")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     unsafe fn wide<const N: usize>(
         taps: &[i32],
         bias: __m512i,
@@ -755,9 +767,9 @@ mod avx512 {
     /// One band of the horizontal pass from the column-major scratch.
     ///
     /// # Safety
-    /// AVX-512 F, BW and VBMI must be available; `scratch` holds `c.in_size` slots of `SLOT`
+    /// AVX-512 F, BW, VBMI and VNNI must be available; `scratch` holds `c.in_size` slots of `SLOT`
     /// bytes, and `band` holds `n <= BAND` output rows of `c.out_size * 3` bytes.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vnni")]
     pub unsafe fn horizontal_band(scratch: &[u8], c: &AxisCoeffs, band: &mut [u8], n: usize) {
         const _: () = assert!(LANES <= 64 && SLOT == 64);
         let row_bytes = c.out_size * 3;
@@ -850,10 +862,10 @@ mod avx512 {
     /// pixels, then 4 of the next pixel's, written right after).
     ///
     /// # Safety
-    /// AVX-512 F, BW and VBMI must be available; `x0 * 3 + 16 <= row_bytes` and `band` holds
+    /// AVX-512 F, BW, VBMI and VNNI must be available; `x0 * 3 + 16 <= row_bytes` and `band` holds
     /// `n <= BAND` rows of `row_bytes`.
     #[inline]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vnni")]
     unsafe fn group_out(
         cols: &[[u8; 64]; GROUP],
         band: &mut [u8],
@@ -886,8 +898,8 @@ mod avx512 {
     /// The first `64 * k` bytes of one output row of the vertical pass; returns how many.
     ///
     /// # Safety
-    /// AVX-512 F and BW must be available; every line is at least `dst.len()` bytes.
-    #[target_feature(enable = "avx512f,avx512bw")]
+    /// AVX-512 F, BW and VNNI must be available; every line is at least `dst.len()` bytes.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     pub unsafe fn vertical_row(
         lines: &[&[u8]],
         taps: &[i32],
