@@ -112,7 +112,8 @@ pub struct AxisCoeffs {
     pub len: Vec<usize>,
     pub weights: Vec<i32>,
     /// Every weight fits an i16 (aten's tables): one 16-bit multiply-add takes two taps.
-    /// Otherwise (Pillow's 22-bit weights) the SIMD kernels split each weight in two.
+    /// Otherwise (Pillow's 22-bit weights) the AVX-512 kernels split each weight in two and
+    /// the AVX2 ones take a 32-bit multiply per tap.
     pub narrow: bool,
 }
 

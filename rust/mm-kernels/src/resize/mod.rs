@@ -17,6 +17,8 @@ mod coeffs;
 mod float;
 mod passes;
 
+use std::sync::{Arc, Mutex};
+
 use crate::error::{KernelError, Result};
 use crate::image::{RgbImage, RgbView};
 use crate::limits::{MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE};
@@ -109,8 +111,28 @@ impl Resample {
         }
     }
 
-    /// The coefficient table of one axis for this resampler.
-    pub(crate) fn axis(self, in_size: usize, out_size: usize) -> Result<AxisCoeffs> {
+    /// The coefficient table of one axis for this resampler, shared with the plans that
+    /// resampled the same sizes lately ([`RECENT_TABLES`]).
+    pub(crate) fn axis(self, in_size: usize, out_size: usize) -> Result<Arc<AxisCoeffs>> {
+        let key = (self, in_size, out_size);
+        let recent = || RECENT_TABLES.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, c)) = recent().iter().find(|(k, _)| *k == key) {
+            return Ok(Arc::clone(c));
+        }
+        let c = Arc::new(self.build_axis(in_size, out_size)?);
+        if c.weights.len() <= RECENT_TABLE_WEIGHTS {
+            let mut kept = recent();
+            if !kept.iter().any(|(k, _)| *k == key) {
+                if kept.len() == RECENT_TABLES_KEPT {
+                    kept.remove(0);
+                }
+                kept.push((key, Arc::clone(&c)));
+            }
+        }
+        Ok(c)
+    }
+
+    fn build_axis(self, in_size: usize, out_size: usize) -> Result<AxisCoeffs> {
         match self {
             Self::PilLanczos => AxisCoeffs::pil(Filter::PilLanczos, in_size, out_size),
             Self::PilBicubic => AxisCoeffs::pil(Filter::PilBicubic, in_size, out_size),
@@ -146,20 +168,30 @@ impl PassOrder {
 #[derive(Clone, Debug)]
 enum Steps {
     Copy,
-    Horizontal(AxisCoeffs),
-    Vertical(AxisCoeffs),
+    Horizontal(Arc<AxisCoeffs>),
+    Vertical(Arc<AxisCoeffs>),
     HorizontalThenVertical {
-        h: AxisCoeffs,
-        v: AxisCoeffs,
+        h: Arc<AxisCoeffs>,
+        v: Arc<AxisCoeffs>,
     },
     VerticalThenHorizontal {
-        v: AxisCoeffs,
-        h: AxisCoeffs,
+        v: Arc<AxisCoeffs>,
+        h: Arc<AxisCoeffs>,
         cols: (usize, usize),
     },
     /// A float resampler: its passes (horizontal first), fused per band in the same way.
     Float(FloatSteps),
 }
+
+/// Tables built lately, by resampler and sizes: building one takes tens of microseconds (a
+/// few percent of a small image), and a server sees the same sizes over and over. At most
+/// [`RECENT_TABLES_KEPT`] tables of at most [`RECENT_TABLE_WEIGHTS`] weights each (16 MiB in
+/// all), the oldest making room.
+#[allow(clippy::type_complexity)]
+static RECENT_TABLES: Mutex<Vec<((Resample, usize, usize), Arc<AxisCoeffs>)>> =
+    Mutex::new(Vec::new());
+const RECENT_TABLES_KEPT: usize = 32;
+const RECENT_TABLE_WEIGHTS: usize = 1 << 17;
 
 /// Output rows per step of a fused resize (bounds the rolling intermediate buffer).
 const CHUNK_ROWS: usize = 64;
@@ -253,7 +285,7 @@ impl ResizePlan {
                 let v = resample.axis(in_h, out_h)?;
                 Steps::VerticalThenHorizontal {
                     v,
-                    h: h.shifted(cols.0),
+                    h: Arc::new(h.shifted(cols.0)),
                     cols,
                 }
             }
@@ -556,6 +588,31 @@ pub fn resize_rgb(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A table asked for again is the one built before, equal to a fresh build; other sizes
+    /// or resamplers get their own, and past the bound the oldest ones go.
+    #[test]
+    fn recent_tables_are_shared_and_bounded() {
+        let r = Resample::PilBicubic;
+        let a = r.axis(640, 644).unwrap();
+        let b = r.axis(640, 644).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(*a, r.build_axis(640, 644).unwrap());
+        assert!(!Arc::ptr_eq(&a, &r.axis(640, 645).unwrap()));
+        assert!(!Arc::ptr_eq(&a, &Resample::AtenU8.axis(640, 644).unwrap()));
+        // A table too large to keep is built every time.
+        let big = r.axis(1 << 20, 1).unwrap();
+        assert!(big.weights.len() > RECENT_TABLE_WEIGHTS);
+        assert!(!Arc::ptr_eq(&big, &r.axis(1 << 20, 1).unwrap()));
+        for k in 0..RECENT_TABLES_KEPT {
+            r.axis(1000 + k, 7).unwrap();
+        }
+        let kept = RECENT_TABLES.lock().unwrap();
+        assert!(kept.len() <= RECENT_TABLES_KEPT);
+        assert!(kept
+            .iter()
+            .all(|(_, c)| c.weights.len() <= RECENT_TABLE_WEIGHTS));
+    }
 
     const ALL: [Resample; 7] = [
         Resample::PilLanczos,
