@@ -166,6 +166,34 @@ macro_rules! quotient {
     };
 }
 
+/// One channel's values of the samples `ints` (i32 lanes) through `lanes`' arithmetic, the
+/// same at every width: `x` from the sample (`numpy` is the width's float64 rescale, for
+/// tables without [`Lanes::x_recip`]), then the quotient. Each width passes its intrinsics.
+#[cfg(target_arch = "x86_64")]
+macro_rules! lane_value {
+    ($ints:expr, $arith:expr, $x_recip:expr, $scale_ps:expr, $sub:expr, $div:expr, $recip:expr,
+     numpy = $numpy:expr, $cvt:ident, $subtract:ident, $mul:ident, $fnmadd:ident,
+     $fmadd:ident, $divide:ident) => {{
+        let x = match ($arith, $x_recip) {
+            (Arith::Numpy, Some((k, r))) => {
+                quotient!($cvt($ints), k, Some(r), $mul, $fnmadd, $fmadd, $divide)
+            }
+            (Arith::Numpy, None) => $numpy,
+            (Arith::Torchvision, _) => $cvt($ints),
+            (Arith::Float32, _) => $mul($cvt($ints), $scale_ps),
+        };
+        quotient!(
+            $subtract(x, $sub),
+            $div,
+            $recip,
+            $mul,
+            $fnmadd,
+            $fmadd,
+            $divide
+        )
+    }};
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use std::arch::x86_64::*;
@@ -237,20 +265,15 @@ mod avx512 {
             let mut out = [_mm512_setzero_ps(); 3];
             for (c, (&s, o)) in samples.iter().zip(&mut out).enumerate() {
                 let ints = _mm512_cvtepu8_epi32(s);
-                let x = match (this.arith, this.x_recip) {
-                    (Arith::Numpy, Some((k, r))) => {
-                        let v = _mm512_cvtepi32_ps(ints);
-                        quotient!(
-                            v,
-                            k,
-                            Some(r),
-                            _mm512_mul_ps,
-                            _mm512_fnmadd_ps,
-                            _mm512_fmadd_ps,
-                            _mm512_div_ps
-                        )
-                    }
-                    (Arith::Numpy, None) => {
+                *o = lane_value!(
+                    ints,
+                    this.arith,
+                    this.x_recip,
+                    this.scale_ps,
+                    this.sub[c],
+                    this.div[c],
+                    this.recip[c],
+                    numpy = {
                         let lo = _mm512_mul_pd(
                             _mm512_cvtepi32_pd(_mm512_castsi512_si256(ints)),
                             this.scale_pd,
@@ -263,15 +286,9 @@ mod avx512 {
                             _mm512_castps256_ps512(_mm512_cvtpd_ps(lo)),
                             _mm512_cvtpd_ps(hi),
                         )
-                    }
-                    (Arith::Torchvision, _) => _mm512_cvtepi32_ps(ints),
-                    (Arith::Float32, _) => _mm512_mul_ps(_mm512_cvtepi32_ps(ints), this.scale_ps),
-                };
-                let d = _mm512_sub_ps(x, this.sub[c]);
-                *o = quotient!(
-                    d,
-                    this.div[c],
-                    this.recip[c],
+                    },
+                    _mm512_cvtepi32_ps,
+                    _mm512_sub_ps,
                     _mm512_mul_ps,
                     _mm512_fnmadd_ps,
                     _mm512_fmadd_ps,
@@ -389,20 +406,15 @@ mod avx2 {
             for c in 0..3 {
                 let bytes = _mm_or_si128(_mm_shuffle_epi8(a, lo[c]), _mm_shuffle_epi8(b, hi[c]));
                 let ints = _mm256_cvtepu8_epi32(bytes);
-                let x = match (lanes.arith, x_recip) {
-                    (Arith::Numpy, Some((k, r))) => {
-                        let v = _mm256_cvtepi32_ps(ints);
-                        quotient!(
-                            v,
-                            k,
-                            Some(r),
-                            _mm256_mul_ps,
-                            _mm256_fnmadd_ps,
-                            _mm256_fmadd_ps,
-                            _mm256_div_ps
-                        )
-                    }
-                    (Arith::Numpy, None) => {
+                let y = lane_value!(
+                    ints,
+                    lanes.arith,
+                    x_recip,
+                    scale_ps,
+                    sub[c],
+                    div[c],
+                    recip[c],
+                    numpy = {
                         let l = _mm256_mul_pd(
                             _mm256_cvtepi32_pd(_mm256_castsi256_si128(ints)),
                             scale_pd,
@@ -412,15 +424,9 @@ mod avx2 {
                             scale_pd,
                         );
                         _mm256_set_m128(_mm256_cvtpd_ps(h), _mm256_cvtpd_ps(l))
-                    }
-                    (Arith::Torchvision, _) => _mm256_cvtepi32_ps(ints),
-                    (Arith::Float32, _) => _mm256_mul_ps(_mm256_cvtepi32_ps(ints), scale_ps),
-                };
-                let d = _mm256_sub_ps(x, sub[c]);
-                let y = quotient!(
-                    d,
-                    div[c],
-                    recip[c],
+                    },
+                    _mm256_cvtepi32_ps,
+                    _mm256_sub_ps,
                     _mm256_mul_ps,
                     _mm256_fnmadd_ps,
                     _mm256_fmadd_ps,
