@@ -488,7 +488,8 @@ class PatchVectors(Writer):
     ``pad_to`` patches: ``[pad_to or rows * cols, ps * ps * 3]`` (Gemma 4's pre-patchified
     ``pixel_values``). The padding is the value 0.0 (not the table's value of a sample); the
     kernel writes the image's patches as `HwcPatches` does, and the rows after them are
-    zeros. A plan with more patches than ``pad_to`` is a `KernelArgumentError`. A video is
+    zeros (the core's kernel writes them in place; a family kernel may leave them out). A
+    plan with more patches than ``pad_to`` is a `KernelArgumentError`. A video is
     its frames so laid out one after the other: ``[frames, pad_to, ps * ps * 3]`` (Gemma 4's
     ``pixel_values_videos``)."""
 
@@ -517,17 +518,26 @@ class PatchVectors(Writer):
     def full(self, values: npt.NDArray[Any], plan: Plan, dtype: str) -> Tensor:
         shape = self.shape(plan)
         n = self.patches(plan)
-        if shape[0] == n:
+        if values.size == shape[0] * shape[1]:  # padded by the kernel (or nothing to pad)
             return Tensor(values.reshape(shape), dtype)  # type: ignore[arg-type]
         out = np.zeros(shape, dtype=values.dtype)
         out[:n] = values.reshape(n, shape[1])
         return Tensor(out, dtype)  # type: ignore[arg-type]
 
+    def _image_codes(self, codes: npt.NDArray[np.uint8], plan: Plan) -> npt.NDArray[np.uint8]:
+        """The image's own patches of ``codes`` (with or without the kernel's zero rows):
+        ``[n, 1, ps * ps, 3]``."""
+        n, area = self.patches(plan), self.patch_size**2
+        return codes.reshape(-1, 1, area, 3)[:n]
+
     def compact(self, codes: npt.NDArray[np.uint8], plan: Plan, table: Table) -> CompactTensor:
         shape = self.shape(plan)
         n, area = self.patches(plan), self.patch_size**2
-        view = np.zeros((shape[0], 1, area, 3), dtype=np.uint8)
-        view[:n] = codes.reshape(n, 1, area, 3)
+        if codes.size == shape[0] * shape[1]:  # the kernel wrote the zero rows
+            view = codes.reshape(shape[0], 1, area, 3)
+        else:
+            view = np.zeros((shape[0], 1, area, 3), dtype=np.uint8)
+            view[:n] = self._image_codes(codes, plan)
         padded = shape[0] > n
         return CompactTensor(
             codes=view,
@@ -542,7 +552,9 @@ class PatchVectors(Writer):
         )
 
     def native(self) -> dict[str, int]:
-        return {"patch_size": self.patch_size}
+        if self.pad_to is None:
+            return {"patch_size": self.patch_size}
+        return {"patch_size": self.patch_size, "pad_to": self.pad_to}
 
     def video(
         self, frames: Sequence[npt.NDArray[np.uint8]], plan: Plan, table: Table
@@ -555,7 +567,7 @@ class PatchVectors(Writer):
         n, area = self.patches(plan), self.patch_size**2
         view = np.zeros((len(frames), rows, 1, area, 3), dtype=np.uint8)
         for k, codes in enumerate(frames):
-            view[k, :n] = codes.reshape(n, 1, area, 3)
+            view[k, :n] = self._image_codes(codes, plan)
         padded = rows > n
         return CompactTensor(
             codes=view,
@@ -597,7 +609,8 @@ class _PatchVectorsVideo(VideoSink):
         # Channels last: each sample is a row of 3 channels, so the channel-major slot writer
         # with one pixel per channel and one slot writes it in order.
         pixels = self.n * self.values.shape[2] // 3
-        frame = np.ascontiguousarray(codes).reshape(pixels, 3, 1)
+        # The frame's own patches (its codes may carry the kernel's zero rows after them).
+        frame = np.ascontiguousarray(codes.reshape(-1)[: pixels * 3]).reshape(pixels, 3, 1)
         dst = self.values[position, : self.n].reshape(pixels, 3, 1, 1)
         _native.lut_into_slot(frame, self.luts, dst, 0)
         self.filled[position] = True

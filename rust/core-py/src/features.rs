@@ -96,7 +96,7 @@ impl FeatureRecipe {
     #[new]
     #[pyo3(signature = (
         writer, resample, pass_order="pillow13", *, tile=0, patch_size=0, merge_size=0,
-        temporal_patch_size=0
+        temporal_patch_size=0, pad_to=None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -108,6 +108,7 @@ impl FeatureRecipe {
         patch_size: usize,
         merge_size: usize,
         temporal_patch_size: usize,
+        pad_to: Option<usize>,
     ) -> PyResult<Self> {
         let err = |e| to_pyerr(py, e);
         let writer = match writer {
@@ -118,7 +119,7 @@ impl FeatureRecipe {
                 merge_size,
                 temporal_patch_size,
             }),
-            "hwc_patches" => Writer::HwcPatches(patch_size),
+            "hwc_patches" => Writer::HwcPatches { patch_size, pad_to },
             other => {
                 return Err(err(KernelError::InvalidArgument(format!(
                     "unknown writer {other:?} (expected planes, tiles, patch_rows or \

@@ -41,7 +41,10 @@ pub fn process_rgb(img: RgbView<'_>, args: &Args, par: &Par) -> Result<Patches> 
     let cut = Cut::new(img.width, img.height, args)?;
     let recipe = Recipe {
         resize: RESIZE,
-        writer: Writer::HwcPatches(cut.patch_size),
+        writer: Writer::HwcPatches {
+            patch_size: cut.patch_size,
+            pad_to: None,
+        },
     };
     let enc = Bf16Values(table()?);
     let out = features::compose(img, &[cut.part()], &recipe, &enc, par)?;
@@ -66,7 +69,10 @@ pub fn decode_options() -> DecodeOptions {
 pub fn decode_patchify(data: &[u8], args: &Args, par: &Par) -> Result<Patches> {
     let recipe = Recipe {
         resize: RESIZE,
-        writer: Writer::HwcPatches(args.patch_size),
+        writer: Writer::HwcPatches {
+            patch_size: args.patch_size,
+            pad_to: None,
+        },
     };
     let enc = Bf16Values(table()?);
     let mut cut = None;

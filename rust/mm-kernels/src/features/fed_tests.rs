@@ -198,7 +198,18 @@ fn plans() -> Vec<(&'static str, Plan, Writer)> {
                     ..Part::resized(w, h)
                 }])
             },
-            Writer::HwcPatches(5),
+            Writer::HwcPatches {
+                patch_size: 5,
+                pad_to: None,
+            },
+        ),
+        (
+            "hwc patches, zero patches after",
+            |w, h| Ok(vec![Part::resized(w / 5 * 5, h / 5 * 5)]),
+            Writer::HwcPatches {
+                patch_size: 5,
+                pad_to: Some(4000),
+            },
         ),
         (
             "hwc patches, upscaled",
@@ -208,7 +219,10 @@ fn plans() -> Vec<(&'static str, Plan, Writer)> {
                     ..Part::resized(2 * w, 2 * h)
                 }])
             },
-            Writer::HwcPatches(5),
+            Writer::HwcPatches {
+                patch_size: 5,
+                pad_to: None,
+            },
         ),
     ]
 }

@@ -53,8 +53,17 @@ pub enum Writer {
     /// One part as Qwen-VL's patch rows: `[gh * gw, 3 * tps * ps * ps]` (compact:
     /// `[gh * gw, 3 * ps * ps]`, frames once).
     PatchRows(Patching),
-    /// One part as `ps x ps` patches, channels last: `[rows * cols, ps, ps, 3]`, padded.
-    HwcPatches(usize),
+    /// One part as `patch_size` square patches, channels last: `[rows * cols, ps, ps, 3]`,
+    /// with the encoder's pad value where the extent reaches past the kept pixels. With
+    /// `pad_to`, zero patches follow up to that many (every element `0`: 0.0, or code 0),
+    /// `[pad_to, ps, ps, 3]`: Gemma 4's fixed-size `pixel_values`, written in place instead of
+    /// copied into a larger array; a part with more patches is refused.
+    HwcPatches {
+        /// The patch side.
+        patch_size: usize,
+        /// The patches of the output, the image's then zeros (`None`: the image's only).
+        pad_to: Option<usize>,
+    },
 }
 
 /// How an image becomes its feature: the resampler of its parts and the writer.
@@ -95,7 +104,12 @@ pub fn compose<E: ComposeEncoder>(
         Writer::Planes => planes::write(&sources, None, enc, par, spare)?,
         Writer::Tiles(t) => planes::write(&sources, Some(t), enc, par, spare)?,
         Writer::PatchRows(p) => enc.patch_rows(one(&sources, recipe)?, p, par, spare, store)?,
-        Writer::HwcPatches(ps) => hwc_patches::write(one(&sources, recipe)?, ps, enc, par, spare)?,
+        Writer::HwcPatches { patch_size, .. } => {
+            let src = one(&sources, recipe)?;
+            let (head, tail) = spare.split_at_mut(hwc_patches::len(src, patch_size)?);
+            hwc_patches::write(src, patch_size, enc, par, head)?;
+            zero(tail);
+        }
     }
     // A set cancel flag made the banded loops skip bands: the output is incomplete.
     par.check()?;
@@ -202,9 +216,11 @@ where
                 let src = one(&sources, recipe)?;
                 enc.patch_rows_streamed(src, p, par, spare, store, run)?;
             }
-            Writer::HwcPatches(ps) => {
+            Writer::HwcPatches { patch_size, .. } => {
                 let src = one(&sources, recipe)?;
-                hwc_patches::write_streamed(src, ps, enc, par, spare, run)?;
+                let (head, tail) = spare.split_at_mut(hwc_patches::len(src, patch_size)?);
+                zero(tail);
+                hwc_patches::write_streamed(src, patch_size, enc, par, head, run)?;
             }
         }
         // SAFETY: as in `compose`: every one of the `len` reserved elements was written.
@@ -262,13 +278,38 @@ fn layout<E: Encode>(
             let (len, gh, gw) = patch_rows::shape(one(sources, recipe)?, p, enc.is_codes())?;
             (len, vec![gh * gw, len / (gh * gw).max(1)])
         }
-        Writer::HwcPatches(ps) => {
+        Writer::HwcPatches {
+            patch_size: ps,
+            pad_to,
+        } => {
             let s = one(sources, recipe)?;
             let len = hwc_patches::len(s, ps)?;
             let (rows, cols) = hwc_patches::grid(s, ps)?;
-            (len, vec![rows * cols, ps, ps, 3])
+            let n = rows * cols;
+            match pad_to {
+                None => (len, vec![n, ps, ps, 3]),
+                Some(p) if p >= n => {
+                    let len = p
+                        .checked_mul(ps * ps * 3)
+                        .ok_or_else(|| KernelError::Limit("the feature's size overflows".into()))?;
+                    (len, vec![p, ps, ps, 3])
+                }
+                Some(p) => {
+                    let (w, h) = s.extent;
+                    return Err(KernelError::InvalidArgument(format!(
+                        "a {w}x{h} part has {n} patches of {ps}, more than pad_to = {p}"
+                    )));
+                }
+            }
         }
     })
+}
+
+/// Every element of `tail` set to zero (a writer's padding past the image).
+fn zero<T: Copy + Default>(tail: &mut [std::mem::MaybeUninit<T>]) {
+    for d in tail {
+        d.write(T::default());
+    }
 }
 
 /// The encoders [`compose`] takes: [`Values`], [`Bf16Values`] and [`Codes`] (sealed: each

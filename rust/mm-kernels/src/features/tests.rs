@@ -111,7 +111,7 @@ fn elements(refs: &[Reference], writer: Writer) -> Vec<(usize, usize, usize, usi
                 }
             }
         }
-        Writer::HwcPatches(ps) => {
+        Writer::HwcPatches { patch_size: ps, .. } => {
             let (w, h) = refs[0].extent;
             for pr in 0..h / ps {
                 for pc in 0..w / ps {
@@ -161,14 +161,23 @@ fn check(src: RgbView<'_>, parts: &[Part], writer: Writer) {
                 .iter()
                 .map(|p| Reference::new(src, p, resize))
                 .collect();
-            let want: Vec<f32> = elements(&refs, writer)
+            let mut want: Vec<f32> = elements(&refs, writer)
                 .into_iter()
                 .map(|(p, x, y, c)| value(&table, refs[p].at(x, y, c), c))
                 .collect();
-            let want_codes: Vec<u8> = compact_elements(&refs, writer)
+            let mut want_codes: Vec<u8> = compact_elements(&refs, writer)
                 .into_iter()
                 .map(|(p, x, y, c)| refs[p].at(x, y, c).unwrap_or(0))
                 .collect();
+            if let Writer::HwcPatches {
+                patch_size: ps,
+                pad_to: Some(n),
+            } = writer
+            {
+                // Zero patches after the image's.
+                want.resize(n * ps * ps * 3, 0.0);
+                want_codes.resize(n * ps * ps * 3, 0);
+            }
             for threads in [1, 2, 3, 7] {
                 let par = Par::new(threads);
                 let got = compose(src, parts, &recipe, &Values(&table), &par).unwrap();
@@ -282,7 +291,14 @@ fn parts_on_a_canvas() {
         let part = Part::on_canvas(size.0, size.1, (56, 56), grey, at);
         check(src, &[part], Writer::PatchRows(one));
         check(src, &[part], Writer::Planes);
-        check(src, &[part], Writer::HwcPatches(14));
+        check(
+            src,
+            &[part],
+            Writer::HwcPatches {
+                patch_size: 14,
+                pad_to: None,
+            },
+        );
         check(src, &[part], Writer::Tiles(28));
     }
     let cut = Part {
@@ -313,12 +329,50 @@ fn hwc_patches_with_padding() {
         pad_to: Some((8 * 5, 5 * 5)),
         ..Part::resized(37, 23)
     };
-    check(src, &[part], Writer::HwcPatches(5));
+    check(
+        src,
+        &[part],
+        Writer::HwcPatches {
+            patch_size: 5,
+            pad_to: None,
+        },
+    );
     let part = Part {
         pad_to: Some((6 * 5, 4 * 5)),
         ..Part::resized(26, 19)
     };
-    check(src, &[part], Writer::HwcPatches(5));
+    check(
+        src,
+        &[part],
+        Writer::HwcPatches {
+            patch_size: 5,
+            pad_to: None,
+        },
+    );
+    // Gemma 4: zero patches after the image's 24, up to a fixed count (or none at 24).
+    for pad_to in [24, 25, 31] {
+        let writer = Writer::HwcPatches {
+            patch_size: 5,
+            pad_to: Some(pad_to),
+        };
+        check(src, &[part], writer);
+    }
+    // Fewer than the image has: refused, naming both counts.
+    let recipe = Recipe {
+        resize: Resize {
+            resample: Resample::PilBicubic,
+            order: PassOrder::Pillow13,
+        },
+        writer: Writer::HwcPatches {
+            patch_size: 5,
+            pad_to: Some(23),
+        },
+    };
+    let err = compose(src, &[part], &recipe, &Codes, &Par::inline()).unwrap_err();
+    assert!(
+        matches!(&err, KernelError::InvalidArgument(m) if m.contains("24 patches") && m.contains("pad_to = 23")),
+        "{err}"
+    );
 }
 
 #[test]
@@ -349,7 +403,13 @@ fn what_a_writer_cannot_lay_out_is_refused() {
             }],
             Writer::PatchRows(p),
         ),
-        (vec![Part::resized(9, 8)], Writer::HwcPatches(4)),
+        (
+            vec![Part::resized(9, 8)],
+            Writer::HwcPatches {
+                patch_size: 4,
+                pad_to: None,
+            },
+        ),
         (vec![Part::resized(8, 8)], Writer::Tiles(0)),
         // A canvas needs its size, must hold the image, and cannot be empty.
         (
