@@ -325,30 +325,21 @@ fn hwc_patches_with_padding() {
     let data = noise(w * h * 3, 9);
     let src = RgbView::new(w, h, &data).unwrap();
     // Inkling: ceil(h / ps) rows, floor(w / ps) + 1 columns, the rest padded.
-    let part = Part {
+    let inkling = Writer::HwcPatches {
+        patch_size: 5,
+        pad_to: None,
+    };
+    let wide = Part {
         pad_to: Some((8 * 5, 5 * 5)),
         ..Part::resized(37, 23)
     };
-    check(
-        src,
-        &[part],
-        Writer::HwcPatches {
-            patch_size: 5,
-            pad_to: None,
-        },
-    );
     let part = Part {
         pad_to: Some((6 * 5, 4 * 5)),
         ..Part::resized(26, 19)
     };
-    check(
-        src,
-        &[part],
-        Writer::HwcPatches {
-            patch_size: 5,
-            pad_to: None,
-        },
-    );
+    for p in [wide, part] {
+        check(src, &[p], inkling);
+    }
     // Gemma 4: zero patches after the image's 24, up to a fixed count (or none at 24).
     for pad_to in [24, 25, 31] {
         let writer = Writer::HwcPatches {
