@@ -322,11 +322,14 @@ mod tests {
     }
 
     /// The reciprocal is kept only where it gives the quotient's bits, and does for the
-    /// constants of the shipped checkpoints (so their lanes never divide).
+    /// constants the shipped families use: CLIP's, SigLIP's 0.5, ImageNet's and Gemma 4's
+    /// none (so their lanes never divide).
     #[test]
     fn the_reciprocal_is_kept_only_where_exact() {
         let siglip = [0.5; 3];
-        for (mean, std) in [(CLIP_MEAN, CLIP_STD), (siglip, siglip)] {
+        let imagenet = ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]);
+        let unit = ([0.0; 3], [1.0; 3]); // Gemma 4: the rescale alone
+        for (mean, std) in [(CLIP_MEAN, CLIP_STD), (siglip, siglip), imagenet, unit] {
             for arith in [Arith::Numpy, Arith::Torchvision, Arith::Float32] {
                 let t = Table::new(mean, std, 1.0 / 255.0, arith).unwrap();
                 let l = t.lanes();
