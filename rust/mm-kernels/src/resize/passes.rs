@@ -777,6 +777,9 @@ mod avx512 {
         let bias = 1 << (c.precision - 1);
         let wide_bias = _mm512_set1_epi32(bias);
         let shift = _mm_cvtsi32_si128(c.precision as i32);
+        // Whether every weight splits into two i16 halves ([`split64`]): one look at the table
+        // rather than one per column.
+        let split = c.weights.iter().all(|&w| w.unsigned_abs() < 1 << 30);
         let mut cols = [[0u8; 64]; GROUP];
         for xo in 0..c.out_size {
             let taps = c.taps(xo);
@@ -789,7 +792,7 @@ mod avx512 {
                 if c.narrow {
                     let v = narrow64(taps, bias, shift, |k| p.add(k * SLOT));
                     _mm512_storeu_si512(tmp.as_mut_ptr().cast(), v);
-                } else if taps.iter().all(|&w| w.unsigned_abs() < 1 << 30) {
+                } else if split {
                     let v = split64(taps, bias, shift, |k| p.add(k * SLOT));
                     _mm512_storeu_si512(tmp.as_mut_ptr().cast(), v);
                 } else {
