@@ -103,7 +103,9 @@ pub fn compose<E: ComposeEncoder>(
     match recipe.writer {
         Writer::Planes => planes::write(&sources, None, enc, par, spare)?,
         Writer::Tiles(t) => planes::write(&sources, Some(t), enc, par, spare)?,
-        Writer::PatchRows(p) => enc.patch_rows(one(&sources, recipe)?, p, par, spare, store)?,
+        Writer::PatchRows(p) => {
+            patch_rows::write(one(&sources, recipe)?, p, enc, par, spare, store)?
+        }
         Writer::HwcPatches { patch_size, .. } => {
             let src = one(&sources, recipe)?;
             let (head, tail) = spare.split_at_mut(hwc_patches::len(src, patch_size)?);
@@ -214,7 +216,7 @@ where
             Writer::Tiles(t) => planes::write_streamed(&sources, Some(t), enc, par, spare, run)?,
             Writer::PatchRows(p) => {
                 let src = one(&sources, recipe)?;
-                enc.patch_rows_streamed(src, p, par, spare, store, run)?;
+                patch_rows::write_streamed(src, p, enc, par, spare, store, run)?;
             }
             Writer::HwcPatches { patch_size, .. } => {
                 let src = one(&sources, recipe)?;
@@ -313,7 +315,7 @@ fn zero<T: Copy + Default>(tail: &mut [std::mem::MaybeUninit<T>]) {
 }
 
 /// The encoders [`compose`] takes: [`Values`], [`Bf16Values`] and [`Codes`] (sealed: each
-/// has its own output buffer and patch-row path).
+/// has its own output buffer).
 pub trait ComposeEncoder: Encode + sealed::Sealed {}
 
 impl ComposeEncoder for Values<'_> {}
@@ -321,44 +323,15 @@ impl ComposeEncoder for Bf16Values<'_> {}
 impl ComposeEncoder for Codes {}
 
 mod sealed {
-    use std::mem::MaybeUninit;
-
     use super::alloc::{self, Store};
-    use super::parts::Source;
-    use super::{patch_rows, Bf16Values, Codes, Encode, Patching, Values};
+    use super::{Bf16Values, Codes, Encode, Values};
     use crate::error::Result;
-    use crate::par::Par;
 
     pub trait Sealed: Encode + Sized {
         /// An output buffer for `len` elements and how to store into it (float32 ones come
         /// from the reuse pool, [`alloc::give_f32`]).
         fn reserve(len: usize) -> Result<(Vec<Self::Out>, Store)> {
             Ok((alloc::reserve(len, "feature tensor")?, Store::Cached))
-        }
-
-        /// The patch-row writer of this encoder.
-        fn patch_rows(
-            &self,
-            src: &Source<'_>,
-            p: Patching,
-            par: &Par,
-            out: &mut [MaybeUninit<Self::Out>],
-            store: Store,
-        ) -> Result<()> {
-            patch_rows::write(src, p, self, par, out, store)
-        }
-
-        /// [`Sealed::patch_rows`] while the rows still arrive, alongside `produce`.
-        fn patch_rows_streamed<P: FnOnce() -> Result<()>>(
-            &self,
-            src: &Source<'_>,
-            p: Patching,
-            par: &Par,
-            out: &mut [MaybeUninit<Self::Out>],
-            store: Store,
-            produce: P,
-        ) -> Result<()> {
-            patch_rows::write_streamed(src, p, self, par, out, store, produce)
         }
     }
 
